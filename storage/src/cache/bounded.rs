@@ -1,0 +1,109 @@
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+
+/// A cache of `Bytes` bounded by total bytes, evicting the oldest insertions first.
+pub struct BoundedCache<K> {
+    bytes_max: usize,
+    inner: Mutex<Inner<K>>,
+}
+
+struct Inner<K> {
+    map: HashMap<K, Bytes>,
+    order: VecDeque<K>,
+    bytes: usize,
+}
+
+impl<K: Hash + Eq + Clone> BoundedCache<K> {
+    pub fn new(bytes_max: usize) -> Self {
+        BoundedCache {
+            bytes_max,
+            inner: Mutex::new(Inner {
+                map: HashMap::new(),
+                order: VecDeque::new(),
+                bytes: 0,
+            }),
+        }
+    }
+
+    pub fn get(&self, key: &K) -> Option<Bytes> {
+        self.lock().map.get(key).cloned()
+    }
+
+    /// Inserts `value`; values larger than the whole cache are not kept.
+    pub fn insert(&self, key: K, value: Bytes) {
+        if value.len() > self.bytes_max {
+            return;
+        }
+        let mut inner = self.lock();
+        if inner.map.contains_key(&key) {
+            return;
+        }
+        while inner.bytes + value.len() > self.bytes_max {
+            let Some(oldest) = inner.order.pop_front() else {
+                break;
+            };
+            if let Some(evicted) = inner.map.remove(&oldest) {
+                inner.bytes -= evicted.len();
+            }
+        }
+        inner.bytes += value.len();
+        inner.order.push_back(key.clone());
+        inner.map.insert(key, value);
+    }
+
+    pub fn remove(&self, key: &K) {
+        let mut inner = self.lock();
+        if let Some(removed) = inner.map.remove(key) {
+            inner.bytes -= removed.len();
+            inner.order.retain(|k| k != key);
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<K>> {
+        // Losing the cache is the worst a poisoned lock can mean here: recover.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Returns `[offset, offset + len)` of `whole`, if it lies inside.
+pub fn subslice(whole: &Bytes, offset: u64, len: u32) -> Option<Bytes> {
+    let start = usize::try_from(offset).ok()?;
+    let end = start.checked_add(len as usize)?;
+    (end <= whole.len()).then(|| whole.slice(start..end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_evicts_oldest_to_stay_within_bytes_max() {
+        let cache = BoundedCache::new(10);
+        cache.insert("a", Bytes::from_static(b"aaaa"));
+        cache.insert("b", Bytes::from_static(b"bbbb"));
+        cache.insert("c", Bytes::from_static(b"cccc"));
+        assert!(cache.get(&"a").is_none());
+        assert!(cache.get(&"c").is_some());
+        assert!(cache.bytes() <= 10);
+        cache.insert("big", Bytes::from(vec![0u8; 11]));
+        assert!(cache.get(&"big").is_none());
+    }
+
+    #[test]
+    fn a_lease_outlives_eviction() {
+        let cache = BoundedCache::new(4);
+        cache.insert("a", Bytes::from_static(b"aaaa"));
+        let lease = subslice(&cache.get(&"a").unwrap(), 1, 2).unwrap();
+        cache.insert("b", Bytes::from_static(b"bbbb"));
+        assert!(cache.get(&"a").is_none());
+        assert_eq!(&lease[..], b"aa");
+        assert!(subslice(&Bytes::from_static(b"ab"), 1, 2).is_none());
+    }
+}

@@ -1,0 +1,44 @@
+/// Settings of the log engine. Names follow the seed system's, snake_case, units last.
+#[derive(Clone, Debug)]
+pub struct StorageConfig {
+    /// A segment (one WAL object) is closed at this many bytes; a bigger append gets its own object.
+    pub write_buffer_size: usize,
+    /// Pending bytes that trigger a flush before the interval elapses.
+    pub write_buffer_flush_size: usize,
+    /// Longest time an append waits in the buffer before its segment is written.
+    pub write_buffer_flush_interval_ms: u64,
+    /// Streams packed into one segment at most.
+    pub write_buffer_max_streams: usize,
+    /// Bytes admitted but not yet durable; past it appends are refused at once.
+    pub max_pending_bytes: usize,
+    /// Object PUTs in flight at once.
+    pub max_puts_in_flight: usize,
+    /// Bytes of recently written segments kept in memory for tailing reads.
+    pub write_cache_bytes: usize,
+    /// Bytes of slices read back from the object store kept in memory.
+    pub read_cache_bytes: usize,
+    /// An append not acknowledged within this time fails with `Timeout`.
+    pub add_entry_timeout_ms: u64,
+    /// Index entries kept in memory per stream (the tail of its index).
+    pub index_cache_entries_per_stream: usize,
+    /// Prefix of WAL object keys (after the time prefix comes a unique id).
+    pub wal_prefix: String,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            write_buffer_size: 4 << 20,
+            write_buffer_flush_size: 256 << 20,
+            write_buffer_flush_interval_ms: 250,
+            write_buffer_max_streams: 4,
+            max_pending_bytes: 256 << 20,
+            max_puts_in_flight: 16,
+            write_cache_bytes: 128 << 20,
+            read_cache_bytes: 256 << 20,
+            add_entry_timeout_ms: 30_000,
+            index_cache_entries_per_stream: 1024,
+            wal_prefix: "wal".to_string(),
+        }
+    }
+}

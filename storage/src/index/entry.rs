@@ -1,0 +1,187 @@
+//! The value of an index record, in a small versioned binary encoding.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use crate::error::StorageError;
+
+const ENTRY_FORMAT_VERSION: u8 = 1;
+const OBJECT_KEY_BYTES_MAX: usize = 1024;
+/// Batches one entry may describe; appends are refused above it.
+pub const BATCHES_PER_ENTRY_MAX: usize = 1 << 16;
+
+/// Where an entry's bytes live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileType {
+    /// A slice of a multi-stream WAL object: the payload exactly as appended.
+    Raw,
+    /// A compacted per-stream Parquet file.
+    Parquet,
+}
+
+/// One opaque batch inside an appended payload, as described by the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchMeta {
+    /// Bytes of the batch within the payload.
+    pub len: u32,
+    /// Offsets the batch occupies.
+    pub records: u32,
+    /// Largest record timestamp in the batch (ms).
+    pub max_timestamp: i64,
+}
+
+/// Where one appended slice of a stream lives and what it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub file_type: FileType,
+    pub object_key: String,
+    pub byte_offset: u64,
+    pub byte_len: u32,
+    /// CRC32C of the `byte_len` bytes at `byte_offset`; checked on every read from the store.
+    pub crc32c: u32,
+    pub min_timestamp: i64,
+    pub max_timestamp: i64,
+    pub write_time_ms: u64,
+    pub batches: Vec<BatchMeta>,
+}
+
+impl IndexEntry {
+    pub fn record_count(&self) -> u64 {
+        self.batches.iter().map(|b| u64::from(b.records)).sum()
+    }
+
+    pub fn encode(&self) -> Bytes {
+        let mut buf = BytesMut::with_capacity(64 + self.object_key.len() + self.batches.len() * 16);
+        buf.put_u8(ENTRY_FORMAT_VERSION);
+        buf.put_u8(match self.file_type {
+            FileType::Raw => 0,
+            FileType::Parquet => 1,
+        });
+        buf.put_u16(self.object_key.len() as u16);
+        buf.put_slice(self.object_key.as_bytes());
+        buf.put_u64(self.byte_offset);
+        buf.put_u32(self.byte_len);
+        buf.put_u32(self.crc32c);
+        buf.put_i64(self.min_timestamp);
+        buf.put_i64(self.max_timestamp);
+        buf.put_u64(self.write_time_ms);
+        buf.put_u32(self.batches.len() as u32);
+        for b in &self.batches {
+            buf.put_u32(b.len);
+            buf.put_u32(b.records);
+            buf.put_i64(b.max_timestamp);
+        }
+        buf.freeze()
+    }
+
+    /// Decodes an entry; any inconsistency is `Corrupt`, never a panic.
+    pub fn decode(mut buf: &[u8]) -> Result<IndexEntry, StorageError> {
+        let corrupt = |what: &str| StorageError::Corrupt(format!("index entry: {what}"));
+        if buf.remaining() < 4 {
+            return Err(corrupt("truncated header"));
+        }
+        if buf.get_u8() != ENTRY_FORMAT_VERSION {
+            return Err(corrupt("unknown format version"));
+        }
+        let file_type = match buf.get_u8() {
+            0 => FileType::Raw,
+            1 => FileType::Parquet,
+            _ => return Err(corrupt("unknown file type")),
+        };
+        let key_len = usize::from(buf.get_u16());
+        if key_len > OBJECT_KEY_BYTES_MAX || buf.remaining() < key_len + 48 {
+            return Err(corrupt("bad object key length"));
+        }
+        let object_key = std::str::from_utf8(&buf[..key_len])
+            .map_err(|_| corrupt("object key is not utf-8"))?
+            .to_string();
+        buf.advance(key_len);
+        let byte_offset = buf.get_u64();
+        let byte_len = buf.get_u32();
+        let crc32c = buf.get_u32();
+        let min_timestamp = buf.get_i64();
+        let max_timestamp = buf.get_i64();
+        let write_time_ms = buf.get_u64();
+        let batch_count = buf.get_u32() as usize;
+        if batch_count > BATCHES_PER_ENTRY_MAX || buf.remaining() != batch_count * 16 {
+            return Err(corrupt("bad batch count"));
+        }
+        let mut batches = Vec::with_capacity(batch_count);
+        let mut total_len = 0u64;
+        for _ in 0..batch_count {
+            let b = BatchMeta {
+                len: buf.get_u32(),
+                records: buf.get_u32(),
+                max_timestamp: buf.get_i64(),
+            };
+            total_len += u64::from(b.len);
+            batches.push(b);
+        }
+        if file_type == FileType::Raw && total_len != u64::from(byte_len) {
+            return Err(corrupt("batch lengths do not add up to the slice length"));
+        }
+        Ok(IndexEntry {
+            file_type,
+            object_key,
+            byte_offset,
+            byte_len,
+            crc32c,
+            min_timestamp,
+            max_timestamp,
+            write_time_ms,
+            batches,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> IndexEntry {
+        IndexEntry {
+            file_type: FileType::Raw,
+            object_key: "wal/20261129/abc".into(),
+            byte_offset: 77,
+            byte_len: 30,
+            crc32c: 0xdead_beef,
+            min_timestamp: 5,
+            max_timestamp: 9,
+            write_time_ms: 1234,
+            batches: vec![
+                BatchMeta {
+                    len: 10,
+                    records: 2,
+                    max_timestamp: 6,
+                },
+                BatchMeta {
+                    len: 20,
+                    records: 3,
+                    max_timestamp: 9,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn entry_round_trips() {
+        let e = sample();
+        assert_eq!(IndexEntry::decode(&e.encode()).unwrap(), e);
+        assert_eq!(e.record_count(), 5);
+    }
+
+    #[test]
+    fn truncated_entry_is_corrupt() {
+        let bytes = sample().encode();
+        for cut in 0..bytes.len() {
+            assert!(IndexEntry::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = IndexEntry::decode(&bytes);
+        }
+    }
+}

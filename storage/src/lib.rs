@@ -1,0 +1,19 @@
+//! The log engine: appends record-batch payloads to many partition streams, packs them into
+//! shared WAL objects in object storage, assigns offsets through an index in a MetaStore, and
+//! reads them back by offset. Knows nothing of Kafka requests: callers hand in opaque payloads
+//! with per-batch metadata ([`BatchMeta`]).
+
+pub mod cache;
+pub mod config;
+pub mod error;
+pub mod index;
+pub mod log;
+pub mod meta;
+pub mod objects;
+pub mod stream;
+pub mod wal;
+
+pub use config::StorageConfig;
+pub use error::StorageError;
+pub use index::{BatchMeta, FileType, IndexEntry};
+pub use log::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, Storage, StreamBounds};

@@ -1,0 +1,566 @@
+//! The engine's front door: append to and read from partition streams by offset.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use tokio::sync::watch;
+
+use crate::cache::{subslice, ReadCache, WriteCache};
+use crate::config::StorageConfig;
+use crate::error::StorageError;
+use crate::index::{BatchMeta, FileType, Index, LocatedEntry, BATCHES_PER_ENTRY_MAX};
+use crate::meta::MetaStore;
+use crate::stream::validate_stream_id;
+use crate::wal::format;
+use crate::wal::writer::{CommitListener, WalWriter};
+
+/// Index entries fetched from the MetaStore per lookup.
+const INDEX_PAGE_ENTRIES: usize = 64;
+
+/// Offsets an append was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendOutcome {
+    pub base_offset: u64,
+    /// Exclusive.
+    pub end_offset: u64,
+}
+
+/// A stream's readable range: `[log_start_offset, high_watermark)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamBounds {
+    pub log_start_offset: u64,
+    pub high_watermark: u64,
+}
+
+/// Whole batches as appended, starting with the batch that holds the requested offset.
+#[derive(Clone, Debug)]
+pub struct ReadChunk {
+    /// Offset of the first record of the first batch.
+    pub base_offset: u64,
+    pub batches: Vec<BatchMeta>,
+    pub bytes: Bytes,
+}
+
+#[derive(Clone, Debug)]
+pub struct ReadResult {
+    pub chunks: Vec<ReadChunk>,
+    pub bounds: StreamBounds,
+}
+
+/// What the engine knows of one stream in memory: its bounds and the contiguous tail of its
+/// index, so that tailing reads need no MetaStore lookup.
+struct StreamState {
+    high_watermark: watch::Sender<u64>,
+    inner: Mutex<StreamInner>,
+    /// Set once the bounds were read from the index; commits may create the state before.
+    loaded: tokio::sync::OnceCell<()>,
+}
+
+struct StreamInner {
+    log_start_offset: u64,
+    /// Contiguous entries ending at or before the high watermark.
+    tail: VecDeque<LocatedEntry>,
+}
+
+impl StreamState {
+    fn new() -> Self {
+        StreamState {
+            high_watermark: watch::channel(0).0,
+            inner: Mutex::new(StreamInner {
+                log_start_offset: 0,
+                tail: VecDeque::new(),
+            }),
+            loaded: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Merges what the index says; every value only moves forward.
+    fn merge_loaded(&self, last: Option<LocatedEntry>, trim: u64) {
+        let high_watermark = last.as_ref().map_or(0, |l| l.end_offset).max(trim);
+        {
+            let mut inner = self.lock();
+            inner.log_start_offset = inner.log_start_offset.max(trim);
+            if let Some(last) = last {
+                let covered = inner
+                    .tail
+                    .back()
+                    .is_some_and(|t| t.end_offset >= last.end_offset);
+                if !covered {
+                    inner.tail.clear();
+                    inner.tail.push_back(last);
+                }
+            }
+        }
+        self.high_watermark.send_if_modified(|hw| {
+            let advanced = high_watermark > *hw;
+            *hw = (*hw).max(high_watermark);
+            advanced
+        });
+    }
+
+    fn bounds(&self) -> StreamBounds {
+        let log_start_offset = self.lock().log_start_offset;
+        StreamBounds {
+            log_start_offset,
+            high_watermark: *self.high_watermark.borrow(),
+        }
+    }
+
+    fn apply_commit(&self, located: &LocatedEntry, tail_entries_max: usize) {
+        {
+            let mut inner = self.lock();
+            match inner.tail.back() {
+                Some(last) if last.end_offset == located.base_offset => {
+                    inner.tail.push_back(located.clone())
+                }
+                Some(last) if located.end_offset <= last.end_offset => {}
+                // Empty, or a gap (another writer committed in between): restart the tail here.
+                _ => {
+                    inner.tail.clear();
+                    inner.tail.push_back(located.clone());
+                }
+            }
+            while inner.tail.len() > tail_entries_max {
+                inner.tail.pop_front();
+            }
+        }
+        self.high_watermark.send_if_modified(|hw| {
+            let advanced = located.end_offset > *hw;
+            if advanced {
+                *hw = located.end_offset;
+            }
+            advanced
+        });
+    }
+
+    /// Cached entries from the one holding `offset`, if the tail covers it.
+    fn cached_from(&self, offset: u64, limit: usize) -> Option<Vec<LocatedEntry>> {
+        let inner = self.lock();
+        let first = inner.tail.front()?;
+        if offset < first.base_offset {
+            return None;
+        }
+        let start = inner.tail.partition_point(|e| e.end_offset <= offset);
+        if start == inner.tail.len() {
+            return None;
+        }
+        Some(inner.tail.iter().skip(start).take(limit).cloned().collect())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, StreamInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[derive(Default)]
+struct Streams {
+    map: Mutex<HashMap<String, Arc<StreamState>>>,
+}
+
+impl Streams {
+    fn get_or_create(&self, stream: &str) -> Arc<StreamState> {
+        let mut map = self.lock();
+        if let Some(state) = map.get(stream) {
+            return state.clone();
+        }
+        let state = Arc::new(StreamState::new());
+        map.insert(stream.to_string(), state.clone());
+        state
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<StreamState>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// An append that was queued; [`PendingAppend::wait`] resolves once it is durable and indexed.
+pub struct PendingAppend {
+    done: tokio::sync::oneshot::Receiver<Result<crate::wal::writer::Appended, StorageError>>,
+    timeout: Duration,
+}
+
+impl PendingAppend {
+    pub async fn wait(self) -> Result<AppendOutcome, StorageError> {
+        match tokio::time::timeout(self.timeout, self.done).await {
+            Err(_) => Err(StorageError::Timeout),
+            Ok(Err(_)) => Err(StorageError::ShuttingDown),
+            Ok(Ok(result)) => {
+                let appended = result?;
+                Ok(AppendOutcome {
+                    base_offset: appended.base_offset,
+                    end_offset: appended.end_offset,
+                })
+            }
+        }
+    }
+}
+
+pub struct Storage {
+    config: StorageConfig,
+    objects: Arc<dyn ObjectStore>,
+    index: Index,
+    writer: Arc<WalWriter>,
+    write_cache: Arc<WriteCache>,
+    read_cache: ReadCache,
+    streams: Arc<Streams>,
+}
+
+impl Storage {
+    /// Starts the engine on an object store and the MetaStore handle used for the index.
+    pub fn open(
+        config: StorageConfig,
+        objects: Arc<dyn ObjectStore>,
+        index_meta: Arc<dyn MetaStore>,
+    ) -> Arc<Storage> {
+        let index = Index::new(index_meta);
+        let write_cache = Arc::new(WriteCache::new(config.write_cache_bytes));
+        let streams = Arc::new(Streams::default());
+        let on_commit: CommitListener = {
+            let streams = streams.clone();
+            let tail_entries_max = config.index_cache_entries_per_stream;
+            Arc::new(move |stream: &str, located: &LocatedEntry| {
+                streams
+                    .get_or_create(stream)
+                    .apply_commit(located, tail_entries_max);
+            })
+        };
+        let writer = WalWriter::start(
+            config.clone(),
+            objects.clone(),
+            index.clone(),
+            write_cache.clone(),
+            on_commit,
+        );
+        Arc::new(Storage {
+            read_cache: ReadCache::new(config.read_cache_bytes),
+            config,
+            objects,
+            index,
+            writer,
+            write_cache,
+            streams,
+        })
+    }
+
+    /// Appends one payload of whole batches to a stream; completes once durable and indexed.
+    pub async fn append(
+        &self,
+        stream: &str,
+        payload: Bytes,
+        batches: Vec<BatchMeta>,
+    ) -> Result<AppendOutcome, StorageError> {
+        self.submit(stream, payload, batches).await?.wait().await
+    }
+
+    /// Queues an append and returns once it is queued: appends to one stream submitted one
+    /// after another get offsets in that order, while their completions can be awaited
+    /// concurrently ([`PendingAppend::wait`]). Refused at once when `max_pending_bytes` is reached.
+    pub async fn submit(
+        &self,
+        stream: &str,
+        payload: Bytes,
+        batches: Vec<BatchMeta>,
+    ) -> Result<PendingAppend, StorageError> {
+        validate_stream_id(stream)?;
+        validate_batches(&payload, &batches)?;
+        self.state(stream).await?;
+        let done = self.writer.append(stream, payload, batches)?;
+        Ok(PendingAppend {
+            done,
+            timeout: Duration::from_millis(self.config.add_entry_timeout_ms),
+        })
+    }
+
+    /// The stream's log start offset and high watermark.
+    pub async fn bounds(&self, stream: &str) -> Result<StreamBounds, StorageError> {
+        Ok(self.state(stream).await?.bounds())
+    }
+
+    /// A receiver that changes whenever the stream's high watermark advances (for long polls).
+    pub async fn watch(&self, stream: &str) -> Result<watch::Receiver<u64>, StorageError> {
+        Ok(self.state(stream).await?.high_watermark.subscribe())
+    }
+
+    /// Reads whole batches starting with the one holding `offset`, until about `max_bytes`
+    /// (at least one batch when any is available, as Kafka does).
+    pub async fn read(
+        &self,
+        stream: &str,
+        offset: u64,
+        max_bytes: usize,
+    ) -> Result<ReadResult, StorageError> {
+        let state = self.state(stream).await?;
+        let bounds = state.bounds();
+        if offset < bounds.log_start_offset || offset > bounds.high_watermark {
+            return Err(StorageError::OffsetOutOfRange {
+                offset,
+                log_start_offset: bounds.log_start_offset,
+                high_watermark: bounds.high_watermark,
+            });
+        }
+        let mut chunks = Vec::new();
+        let mut next = offset;
+        let mut bytes = 0usize;
+        'pages: while next < bounds.high_watermark && (chunks.is_empty() || bytes < max_bytes) {
+            let entries = match state.cached_from(next, INDEX_PAGE_ENTRIES) {
+                Some(entries) => entries,
+                None => {
+                    self.index
+                        .entries_from(stream, next, INDEX_PAGE_ENTRIES)
+                        .await?
+                }
+            };
+            if entries.is_empty() {
+                break;
+            }
+            for located in entries {
+                if located.base_offset > next {
+                    return Err(StorageError::Corrupt(format!(
+                        "index of {stream} has no entry for offset {next}"
+                    )));
+                }
+                let chunk = self.read_entry(&located, next).await?;
+                bytes += chunk.bytes.len();
+                next = located.end_offset;
+                chunks.push(chunk);
+                if bytes >= max_bytes || next >= bounds.high_watermark {
+                    break 'pages;
+                }
+            }
+        }
+        Ok(ReadResult { chunks, bounds })
+    }
+
+    /// The first batch whose max timestamp is `>= timestamp_ms`, for ListOffsets by time.
+    pub async fn find_batch_by_timestamp(
+        &self,
+        stream: &str,
+        timestamp_ms: i64,
+    ) -> Result<Option<ReadChunk>, StorageError> {
+        let mut found = None;
+        self.scan_entries(stream, |located| {
+            if located.entry.max_timestamp < timestamp_ms {
+                return true;
+            }
+            let pos = located
+                .entry
+                .batches
+                .iter()
+                .position(|b| b.max_timestamp >= timestamp_ms);
+            if let Some(pos) = pos {
+                found = Some((located.clone(), pos));
+                return false;
+            }
+            true
+        })
+        .await?;
+        self.read_batch(found).await
+    }
+
+    /// The batch holding the largest timestamp (the first such batch), for ListOffsets MAX_TIMESTAMP.
+    pub async fn find_batch_with_max_timestamp(
+        &self,
+        stream: &str,
+    ) -> Result<Option<ReadChunk>, StorageError> {
+        let mut best: Option<(LocatedEntry, usize, i64)> = None;
+        self.scan_entries(stream, |located| {
+            for (pos, batch) in located.entry.batches.iter().enumerate() {
+                if best
+                    .as_ref()
+                    .is_none_or(|(_, _, ts)| batch.max_timestamp > *ts)
+                {
+                    best = Some((located.clone(), pos, batch.max_timestamp));
+                }
+            }
+            true
+        })
+        .await?;
+        self.read_batch(best.map(|(l, p, _)| (l, p))).await
+    }
+
+    /// Moves the log start offset forward (never past the high watermark, never backward).
+    pub async fn trim(
+        &self,
+        stream: &str,
+        log_start_offset: u64,
+    ) -> Result<StreamBounds, StorageError> {
+        let state = self.state(stream).await?;
+        let bounds = state.bounds();
+        if log_start_offset > bounds.high_watermark {
+            return Err(StorageError::OffsetOutOfRange {
+                offset: log_start_offset,
+                log_start_offset: bounds.log_start_offset,
+                high_watermark: bounds.high_watermark,
+            });
+        }
+        let trimmed = self
+            .index
+            .advance_trim_point(stream, log_start_offset)
+            .await?;
+        {
+            let mut inner = state.lock();
+            inner.log_start_offset = inner.log_start_offset.max(trimmed);
+        }
+        Ok(state.bounds())
+    }
+
+    /// Forgets a deleted stream's index. Its WAL bytes are reclaimed by the compactor.
+    pub async fn delete_stream(&self, stream: &str) -> Result<(), StorageError> {
+        validate_stream_id(stream)?;
+        self.index.delete_entries(stream).await?;
+        self.streams.lock().remove(stream);
+        Ok(())
+    }
+
+    /// Bytes admitted and not yet durable.
+    pub fn pending_bytes(&self) -> usize {
+        self.writer.pending_bytes()
+    }
+
+    /// Writes everything buffered and completes every pending append.
+    pub async fn shutdown(&self) {
+        self.writer.shutdown().await;
+    }
+
+    async fn state(&self, stream: &str) -> Result<Arc<StreamState>, StorageError> {
+        validate_stream_id(stream)?;
+        let state = self.streams.get_or_create(stream);
+        state
+            .loaded
+            .get_or_try_init(|| async {
+                let last = self.index.last(stream).await?;
+                let trim = self.index.trim_point(stream).await?;
+                state.merge_loaded(last, trim);
+                Ok::<(), StorageError>(())
+            })
+            .await?;
+        Ok(state)
+    }
+
+    /// Visits the stream's entries from its log start, in order, until `visit` returns false.
+    async fn scan_entries(
+        &self,
+        stream: &str,
+        mut visit: impl FnMut(&LocatedEntry) -> bool,
+    ) -> Result<(), StorageError> {
+        let bounds = self.bounds(stream).await?;
+        let mut next = bounds.log_start_offset;
+        while next < bounds.high_watermark {
+            let entries = self
+                .index
+                .entries_from(stream, next, INDEX_PAGE_ENTRIES)
+                .await?;
+            let Some(last) = entries.last() else { break };
+            next = last.end_offset;
+            for located in &entries {
+                if !visit(located) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn read_batch(
+        &self,
+        found: Option<(LocatedEntry, usize)>,
+    ) -> Result<Option<ReadChunk>, StorageError> {
+        let Some((located, pos)) = found else {
+            return Ok(None);
+        };
+        let first_offset = located.base_offset
+            + located.entry.batches[..pos]
+                .iter()
+                .map(|b| u64::from(b.records))
+                .sum::<u64>();
+        let chunk = self.read_entry(&located, first_offset).await?;
+        let first = chunk.batches[0];
+        Ok(Some(ReadChunk {
+            base_offset: chunk.base_offset,
+            batches: vec![first],
+            bytes: chunk.bytes.slice(..first.len as usize),
+        }))
+    }
+
+    /// The entry's batches from the one holding `offset` on.
+    async fn read_entry(
+        &self,
+        located: &LocatedEntry,
+        offset: u64,
+    ) -> Result<ReadChunk, StorageError> {
+        let bytes = self.entry_bytes(located).await?;
+        let mut base_offset = located.base_offset;
+        let mut skip_bytes = 0usize;
+        let mut first = 0usize;
+        for batch in &located.entry.batches {
+            if base_offset + u64::from(batch.records) > offset {
+                break;
+            }
+            base_offset += u64::from(batch.records);
+            skip_bytes += batch.len as usize;
+            first += 1;
+        }
+        if skip_bytes > bytes.len() || first >= located.entry.batches.len() {
+            return Err(StorageError::Corrupt(format!(
+                "entry of {} ends before offset {offset}",
+                located.entry.object_key
+            )));
+        }
+        Ok(ReadChunk {
+            base_offset,
+            batches: located.entry.batches[first..].to_vec(),
+            bytes: bytes.slice(skip_bytes..),
+        })
+    }
+
+    /// The entry's bytes from the write cache, the read cache, or a ranged GET, in that order.
+    async fn entry_bytes(&self, located: &LocatedEntry) -> Result<Bytes, StorageError> {
+        let entry = &located.entry;
+        if entry.file_type != FileType::Raw {
+            return Err(StorageError::InvalidArgument(format!(
+                "{} is a compacted file; this broker has no compacted reader",
+                entry.object_key
+            )));
+        }
+        if let Some(whole) = self.write_cache.get(&entry.object_key) {
+            if let Some(bytes) = subslice(&whole, entry.byte_offset, entry.byte_len) {
+                return Ok(bytes);
+            }
+        }
+        let key = (entry.object_key.clone(), entry.byte_offset, entry.byte_len);
+        if let Some(bytes) = self.read_cache.get(&key) {
+            return Ok(bytes);
+        }
+        let start = entry.byte_offset;
+        let end = start + u64::from(entry.byte_len);
+        let bytes = self
+            .objects
+            .get_range(&Path::from(entry.object_key.as_str()), start..end)
+            .await?;
+        format::verify_slice(&bytes, entry.byte_len, entry.crc32c).map_err(|e| {
+            tracing::error!(object_key = %entry.object_key, offset = start, error = %e, "slice failed verification");
+            StorageError::Corrupt(format!("{}@{start}: {e}", entry.object_key))
+        })?;
+        self.read_cache.insert(key, bytes.clone());
+        Ok(bytes)
+    }
+}
+
+fn validate_batches(payload: &Bytes, batches: &[BatchMeta]) -> Result<(), StorageError> {
+    if payload.is_empty() || batches.is_empty() || batches.len() > BATCHES_PER_ENTRY_MAX {
+        return Err(StorageError::InvalidArgument(format!(
+            "an append needs 1..={BATCHES_PER_ENTRY_MAX} batches and a payload"
+        )));
+    }
+    let total: u64 = batches.iter().map(|b| u64::from(b.len)).sum();
+    if total != payload.len() as u64 || batches.iter().any(|b| b.records == 0 || b.len == 0) {
+        return Err(StorageError::InvalidArgument(
+            "batch lengths must tile the payload".into(),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,318 @@
+//! A store wrapper that fails chosen operations on demand, for fault-injection tests.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::{self, BoxStream, StreamExt};
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
+};
+
+use super::Operation;
+
+/// Which operations a [`FailingObjectStore`] fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureMode {
+    /// Every call is delegated.
+    Off,
+    /// Calls of one class fail, the others are delegated.
+    Only(Operation),
+    /// Every call fails.
+    All,
+}
+
+impl FailureMode {
+    fn encode(self) -> u8 {
+        match self {
+            FailureMode::Off => 0,
+            FailureMode::Only(op) => 1 + op.index() as u8,
+            FailureMode::All => u8::MAX,
+        }
+    }
+
+    fn decode(code: u8) -> Self {
+        match code {
+            0 => FailureMode::Off,
+            u8::MAX => FailureMode::All,
+            n => Operation::ALL
+                .get(usize::from(n) - 1)
+                .map_or(FailureMode::All, |&op| FailureMode::Only(op)),
+        }
+    }
+
+    fn fails(self, op: Operation) -> bool {
+        match self {
+            FailureMode::Off => false,
+            FailureMode::Only(failing) => failing == op,
+            FailureMode::All => true,
+        }
+    }
+}
+
+/// The source of every injected error; find it with [`is_injected_fault`].
+#[derive(Debug, thiserror::Error)]
+#[error("injected {operation} failure at {location:?}")]
+pub struct InjectedFault {
+    pub operation: &'static str,
+    pub location: String,
+}
+
+/// Whether an object_store error was injected by a [`FailingObjectStore`].
+pub fn is_injected_fault(err: &object_store::Error) -> bool {
+    match err {
+        object_store::Error::Generic { source, .. } => {
+            source.downcast_ref::<InjectedFault>().is_some()
+        }
+        _ => false,
+    }
+}
+
+/// Wraps any store; fails operations by class ([`FailureMode`]) or the Nth call from now.
+///
+/// Injected errors are `object_store::Error::Generic`, the variant real transient failures
+/// (timeouts, 5xx after retries) surface as, so callers treat them as retriable.
+#[derive(Debug)]
+pub struct FailingObjectStore {
+    inner: Arc<dyn ObjectStore>,
+    mode: AtomicU8,
+    /// Operation number (1-based, counted over all calls) that fails once; 0 when disarmed.
+    fail_at_operation: AtomicU64,
+    operations: AtomicU64,
+    injected: AtomicU64,
+}
+
+impl FailingObjectStore {
+    pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
+        Self {
+            inner,
+            mode: AtomicU8::new(FailureMode::Off.encode()),
+            fail_at_operation: AtomicU64::new(0),
+            operations: AtomicU64::new(0),
+            injected: AtomicU64::new(0),
+        }
+    }
+
+    pub fn set_mode(&self, mode: FailureMode) {
+        self.mode.store(mode.encode(), Ordering::SeqCst);
+    }
+
+    pub fn mode(&self) -> FailureMode {
+        FailureMode::decode(self.mode.load(Ordering::SeqCst))
+    }
+
+    /// Makes the `n`-th call from now fail once (`n = 1`: the next call). `n = 0` disarms.
+    pub fn fail_nth_operation(&self, n: u64) {
+        let target = if n == 0 {
+            0
+        } else {
+            self.operations.load(Ordering::SeqCst) + n
+        };
+        self.fail_at_operation.store(target, Ordering::SeqCst);
+    }
+
+    /// Calls seen so far, failed or not.
+    pub fn operation_count(&self) -> u64 {
+        self.operations.load(Ordering::SeqCst)
+    }
+
+    /// Calls failed so far.
+    pub fn injected_failures(&self) -> u64 {
+        self.injected.load(Ordering::SeqCst)
+    }
+
+    fn check(&self, op: Operation, location: &Path) -> Result<()> {
+        let number = self.operations.fetch_add(1, Ordering::SeqCst) + 1;
+        let nth = self
+            .fail_at_operation
+            .compare_exchange(number, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        if !nth && !self.mode().fails(op) {
+            return Ok(());
+        }
+        self.injected.fetch_add(1, Ordering::SeqCst);
+        tracing::debug!(operation = op.name(), %location, number, "injecting object store failure");
+        Err(object_store::Error::Generic {
+            store: "FailingObjectStore",
+            source: Box::new(InjectedFault {
+                operation: op.name(),
+                location: location.to_string(),
+            }),
+        })
+    }
+}
+
+impl fmt::Display for FailingObjectStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FailingObjectStore({})", self.inner)
+    }
+}
+
+fn failed_stream<T: Send + 'static>(err: object_store::Error) -> BoxStream<'static, Result<T>> {
+    stream::once(async move { Err(err) }).boxed()
+}
+
+#[async_trait]
+impl ObjectStore for FailingObjectStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        self.check(Operation::Put, location)?;
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.check(Operation::Put, location)?;
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        self.check(Operation::Get, location)?;
+        self.inner.get_opts(location, options).await
+    }
+
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        self.check(Operation::Get, location)?;
+        self.inner.get_ranges(location, ranges).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        match self.check(Operation::Delete, &Path::default()) {
+            Ok(()) => self.inner.delete_stream(locations),
+            Err(err) => failed_stream(err),
+        }
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        match self.check(Operation::List, prefix.unwrap_or(&Path::default())) {
+            Ok(()) => self.inner.list(prefix),
+            Err(err) => failed_stream(err),
+        }
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
+        match self.check(Operation::List, prefix.unwrap_or(&Path::default())) {
+            Ok(()) => self.inner.list_with_offset(prefix, offset),
+            Err(err) => failed_stream(err),
+        }
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.check(Operation::List, prefix.unwrap_or(&Path::default()))?;
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.check(Operation::Put, to)?;
+        self.inner.copy_opts(from, to, options).await
+    }
+
+    async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
+        self.check(Operation::Put, to)?;
+        self.inner.rename_opts(from, to, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object_store::memory::InMemory;
+    use object_store::ObjectStoreExt;
+
+    fn store() -> FailingObjectStore {
+        FailingObjectStore::new(Arc::new(InMemory::new()))
+    }
+
+    #[tokio::test]
+    async fn failing_puts_leaves_gets_working() {
+        let store = store();
+        let key = Path::from("k");
+        store
+            .put(&key, Bytes::from_static(b"v").into())
+            .await
+            .unwrap();
+        store.set_mode(FailureMode::Only(Operation::Put));
+        let err = store
+            .put(&key, Bytes::from_static(b"w").into())
+            .await
+            .unwrap_err();
+        assert!(is_injected_fault(&err));
+        assert_eq!(store.get(&key).await.unwrap().bytes().await.unwrap(), "v");
+        store.set_mode(FailureMode::Off);
+        store
+            .put(&key, Bytes::from_static(b"w").into())
+            .await
+            .unwrap();
+        assert_eq!(store.injected_failures(), 1);
+    }
+
+    #[tokio::test]
+    async fn failing_all_fails_every_operation_class() {
+        let store = store();
+        store.set_mode(FailureMode::All);
+        let key = Path::from("k");
+        assert!(is_injected_fault(
+            &store.put(&key, Bytes::new().into()).await.unwrap_err()
+        ));
+        assert!(is_injected_fault(&store.get(&key).await.unwrap_err()));
+        assert!(is_injected_fault(&store.head(&key).await.unwrap_err()));
+        assert!(is_injected_fault(&store.delete(&key).await.unwrap_err()));
+        let listed: Vec<_> = store.list(None).collect().await;
+        assert!(matches!(listed.as_slice(), [Err(e)] if is_injected_fault(e)));
+        assert_eq!(store.mode(), FailureMode::All);
+    }
+
+    #[tokio::test]
+    async fn missing_key_is_not_found_not_injected() {
+        let err = store().get(&Path::from("missing")).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::NotFound { .. }));
+        assert!(!is_injected_fault(&err));
+    }
+
+    #[tokio::test]
+    async fn nth_operation_fails_exactly_once() {
+        let store = store();
+        let key = Path::from("k");
+        store.fail_nth_operation(3);
+        store
+            .put(&key, Bytes::from_static(b"1").into())
+            .await
+            .unwrap();
+        store.get(&key).await.unwrap();
+        assert!(is_injected_fault(&store.get(&key).await.unwrap_err()));
+        for _ in 0..5 {
+            store.get(&key).await.unwrap();
+        }
+        assert_eq!(store.injected_failures(), 1);
+        assert_eq!(store.operation_count(), 8);
+    }
+
+    #[test]
+    fn failure_mode_survives_its_encoding() {
+        let modes = [FailureMode::Off, FailureMode::All]
+            .into_iter()
+            .chain(Operation::ALL.into_iter().map(FailureMode::Only));
+        for mode in modes {
+            assert_eq!(FailureMode::decode(mode.encode()), mode);
+        }
+    }
+}

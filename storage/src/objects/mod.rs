@@ -1,0 +1,17 @@
+//! Object-store access: opening a store from a URL, and wrappers that inject faults or latency.
+//!
+//! Every store is an `object_store::ObjectStore`; the wrappers delegate to any inner store, so
+//! the engine's fault-injection tests run against the same code paths as production.
+//! `storage/tests/objects_conformance.rs` runs one property suite against every backend.
+
+mod error;
+mod failing;
+mod open;
+mod operation;
+mod slow;
+
+pub use error::ObjectsError;
+pub use failing::{is_injected_fault, FailingObjectStore, FailureMode, InjectedFault};
+pub use open::{open, open_with, OpenOptions};
+pub use operation::Operation;
+pub use slow::SlowObjectStore;

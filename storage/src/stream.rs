@@ -1,0 +1,87 @@
+//! Stream ids and the MetaStore keys derived from them.
+
+use crate::error::StorageError;
+
+const STREAM_ID_BYTES_MAX: usize = 200;
+
+/// Checks that a stream id can be embedded in MetaStore keys: non-empty, bounded, and free of
+/// `/` (Oxia's key-order separator) and NUL.
+pub fn validate_stream_id(stream: &str) -> Result<(), StorageError> {
+    if stream.is_empty() || stream.len() > STREAM_ID_BYTES_MAX {
+        return Err(StorageError::InvalidArgument(format!(
+            "stream id must be 1..={STREAM_ID_BYTES_MAX} bytes"
+        )));
+    }
+    if stream.contains('/') || stream.contains('\0') {
+        return Err(StorageError::InvalidArgument(
+            "stream id must not contain '/' or NUL".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The prefix of a stream's index keys; the MetaStore appends `-%020d-%020d`.
+pub fn index_prefix(stream: &str) -> String {
+    format!("s/{stream}/i")
+}
+
+/// The smallest index key whose end offset is `>= end_offset`.
+pub fn index_key_floor(stream: &str, end_offset: u64) -> String {
+    format!("s/{stream}/i-{end_offset:020}")
+}
+
+/// Exclusive upper bound of a stream's index keys (`.` sorts right after `-`).
+pub fn index_range_end(stream: &str) -> String {
+    format!("s/{stream}/i.")
+}
+
+/// Inclusive lower bound of a stream's index keys.
+pub fn index_range_start(stream: &str) -> String {
+    format!("s/{stream}/i-")
+}
+
+/// Key holding the stream's trim point (log start offset).
+pub fn trim_key(stream: &str) -> String {
+    format!("s/{stream}/trim")
+}
+
+/// Parses `<prefix>-<end:%020d>-<cumulative_bytes:%020d>` back into its two numbers.
+pub fn parse_index_key(stream: &str, key: &str) -> Option<(u64, u64)> {
+    let rest = key.strip_prefix(&index_range_start(stream))?;
+    let (end, cumulative) = rest.split_once('-')?;
+    if end.len() != 20 || cumulative.len() != 20 {
+        return None;
+    }
+    Some((end.parse().ok()?, cumulative.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::compare_keys;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn index_keys_sort_by_end_offset_inside_their_stream_range() {
+        let a = format!("{}-{:020}-{:020}", index_prefix("t-0"), 5, 100);
+        let b = format!("{}-{:020}-{:020}", index_prefix("t-0"), 12, 50);
+        assert_eq!(compare_keys(&a, &b), Ordering::Less);
+        assert_eq!(compare_keys(&index_range_start("t-0"), &a), Ordering::Less);
+        assert_eq!(compare_keys(&b, &index_range_end("t-0")), Ordering::Less);
+        assert_eq!(compare_keys(&index_key_floor("t-0", 6), &b), Ordering::Less);
+        assert_eq!(compare_keys(&a, &index_key_floor("t-0", 6)), Ordering::Less);
+        assert_eq!(
+            compare_keys(&trim_key("t-0"), &index_range_end("t-0")),
+            Ordering::Greater
+        );
+        assert_eq!(parse_index_key("t-0", &b), Some((12, 50)));
+        assert_eq!(parse_index_key("t-1", &b), None);
+    }
+
+    #[test]
+    fn stream_ids_with_separators_are_refused() {
+        assert!(validate_stream_id("a/b").is_err());
+        assert!(validate_stream_id("").is_err());
+        assert!(validate_stream_id("0123abcd-7").is_ok());
+    }
+}

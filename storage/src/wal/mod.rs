@@ -1,0 +1,5 @@
+//! The write-ahead log in object storage: the object format and the writer that packs appends
+//! from many streams into objects.
+
+pub mod format;
+pub mod writer;

@@ -1,0 +1,499 @@
+//! The log engine end to end: appends through WAL objects and the index, reads back by offset,
+//! restarts, faults in the object store and the metadata store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::ObjectStore;
+use storage::meta::embedded::EmbeddedMetaStore;
+use storage::meta::failing::{FailingMetaStore, FaultMode};
+use storage::meta::{MetaOptions, MetaStore};
+use storage::objects::{FailingObjectStore, FailureMode, Operation, SlowObjectStore};
+use storage::{BatchMeta, Storage, StorageConfig, StorageError};
+
+fn config() -> StorageConfig {
+    StorageConfig {
+        write_buffer_flush_interval_ms: 5,
+        ..StorageConfig::default()
+    }
+}
+
+async fn meta(dir: &std::path::Path) -> Arc<dyn MetaStore> {
+    Arc::new(
+        EmbeddedMetaStore::open_in_dir(
+            dir,
+            MetaOptions {
+                notifications: false,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap(),
+    )
+}
+
+/// A payload of `batches` opaque batches of `len` bytes with 2 records each; byte i of batch b
+/// is `tag + b` so content mix-ups show.
+fn payload(tag: u8, batches: usize, len: usize) -> (Bytes, Vec<BatchMeta>) {
+    let mut bytes = Vec::new();
+    let mut metas = Vec::new();
+    for b in 0..batches {
+        bytes.extend(std::iter::repeat_n(tag.wrapping_add(b as u8), len));
+        metas.push(BatchMeta {
+            len: len as u32,
+            records: 2,
+            max_timestamp: 1000 + i64::from(tag) * 10 + b as i64,
+        });
+    }
+    (Bytes::from(bytes), metas)
+}
+
+async fn read_all(storage: &Storage, stream: &str, from: u64) -> Vec<(u64, Bytes)> {
+    let mut out = Vec::new();
+    let mut next = from;
+    loop {
+        let result = storage.read(stream, next, 1 << 20).await.unwrap();
+        if result.chunks.is_empty() {
+            return out;
+        }
+        for chunk in result.chunks {
+            let mut offset = chunk.base_offset;
+            let mut pos = 0usize;
+            for batch in &chunk.batches {
+                out.push((offset, chunk.bytes.slice(pos..pos + batch.len as usize)));
+                offset += u64::from(batch.records);
+                pos += batch.len as usize;
+            }
+            next = offset;
+        }
+    }
+}
+
+#[tokio::test]
+async fn append_then_read_returns_exact_bytes_and_dense_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(config(), Arc::new(InMemory::new()), meta(dir.path()).await);
+    let (p1, b1) = payload(10, 3, 7);
+    let (p2, b2) = payload(50, 1, 9);
+    let first = storage.append("s-0", p1.clone(), b1).await.unwrap();
+    let second = storage.append("s-0", p2.clone(), b2).await.unwrap();
+    assert_eq!((first.base_offset, first.end_offset), (0, 6));
+    assert_eq!((second.base_offset, second.end_offset), (6, 8));
+    let batches = read_all(&storage, "s-0", 0).await;
+    let offsets: Vec<u64> = batches.iter().map(|(o, _)| *o).collect();
+    assert_eq!(offsets, vec![0, 2, 4, 6]);
+    assert_eq!(batches[1].1, p1.slice(7..14));
+    assert_eq!(batches[3].1, p2);
+    // A read in the middle of a batch starts with the batch holding the offset.
+    let mid = read_all(&storage, "s-0", 3).await;
+    assert_eq!(mid[0].0, 2);
+    let bounds = storage.bounds("s-0").await.unwrap();
+    assert_eq!((bounds.log_start_offset, bounds.high_watermark), (0, 8));
+    assert!(storage.read("s-0", 8, 100).await.unwrap().chunks.is_empty());
+    assert!(matches!(
+        storage.read("s-0", 9, 100).await,
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
+    storage.shutdown().await;
+}
+
+#[tokio::test]
+async fn append_after_restart_continues_offsets_and_reads_from_the_object_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects_dir = dir.path().join("objects");
+    std::fs::create_dir_all(&objects_dir).unwrap();
+    let objects: Arc<dyn ObjectStore> =
+        Arc::new(LocalFileSystem::new_with_prefix(&objects_dir).unwrap());
+    let (p1, b1) = payload(1, 2, 100);
+    {
+        let storage = Storage::open(
+            config(),
+            objects.clone(),
+            meta(&dir.path().join("meta")).await,
+        );
+        storage.append("a-0", p1.clone(), b1.clone()).await.unwrap();
+        storage.shutdown().await;
+    }
+    let counting = Arc::new(FailingObjectStore::new(objects.clone()));
+    let storage = Storage::open(
+        config(),
+        counting.clone(),
+        meta(&dir.path().join("meta")).await,
+    );
+    let next = storage.append("a-0", p1.clone(), b1).await.unwrap();
+    assert_eq!(next.base_offset, 4, "offsets continue after a restart");
+    let gets_before = counting.operation_count();
+    let batches = read_all(&storage, "a-0", 0).await;
+    assert_eq!(batches.len(), 4);
+    assert_eq!(batches[0].1, p1.slice(0..100));
+    assert!(
+        counting.operation_count() > gets_before,
+        "data written before the restart comes from the store"
+    );
+    storage.shutdown().await;
+}
+
+#[tokio::test]
+async fn tailing_reads_are_served_from_the_write_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = Arc::new(FailingObjectStore::new(Arc::new(InMemory::new())));
+    let storage = Storage::open(config(), objects.clone(), meta(dir.path()).await);
+    let (p, b) = payload(7, 4, 64);
+    storage.append("t-0", p.clone(), b).await.unwrap();
+    objects.set_mode(FailureMode::Only(Operation::Get));
+    let batches = read_all(&storage, "t-0", 0).await;
+    assert_eq!(batches.len(), 4);
+    assert_eq!(
+        objects.injected_failures(),
+        0,
+        "no GET reached the object store"
+    );
+    storage.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_corrupted_object_is_never_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects_dir = dir.path().join("objects");
+    std::fs::create_dir_all(&objects_dir).unwrap();
+    let objects: Arc<dyn ObjectStore> =
+        Arc::new(LocalFileSystem::new_with_prefix(&objects_dir).unwrap());
+    let no_write_cache = StorageConfig {
+        write_cache_bytes: 0,
+        ..config()
+    };
+    let storage = Storage::open(
+        no_write_cache,
+        objects,
+        meta(&dir.path().join("meta")).await,
+    );
+    let (p, b) = payload(3, 1, 4096);
+    storage.append("c-0", p, b).await.unwrap();
+    // Flip one payload byte in the only object written.
+    let file = walk(&objects_dir)
+        .into_iter()
+        .next()
+        .expect("one wal object");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&file, bytes).unwrap();
+    match storage.read("c-0", 0, 1 << 20).await {
+        Err(StorageError::Corrupt(_)) => {}
+        other => panic!("expected a corruption error, got {other:?}"),
+    }
+    storage.shutdown().await;
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn concurrent_appends_to_many_streams_keep_per_stream_order_with_slow_puts() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = Arc::new(SlowObjectStore::new(
+        Arc::new(InMemory::new()),
+        Duration::from_millis(20),
+    ));
+    // Small segments and few streams per object: many objects, several PUTs in flight.
+    let cfg = StorageConfig {
+        write_buffer_size: 512,
+        write_buffer_max_streams: 2,
+        ..config()
+    };
+    let storage = Storage::open(cfg, slow, meta(dir.path()).await);
+    let mut tasks = Vec::new();
+    for s in 0..6u8 {
+        let storage = storage.clone();
+        tasks.push(tokio::spawn(async move {
+            let stream = format!("m-{s}");
+            // Appends of one stream are submitted in order without waiting for each other, like
+            // a pipelining producer; they complete across many objects and PUTs in flight.
+            let mut pending = Vec::new();
+            for i in 0..20u8 {
+                let (p, b) = payload(i, 1, 100);
+                pending.push(storage.submit(&stream, p, b).await.unwrap());
+                tokio::task::yield_now().await;
+            }
+            let results = futures::future::join_all(pending.into_iter().map(|p| p.wait())).await;
+            let offsets: Vec<u64> = results
+                .into_iter()
+                .map(|r| r.unwrap().base_offset)
+                .collect();
+            (stream, offsets)
+        }));
+    }
+    for task in tasks {
+        let (stream, offsets) = task.await.unwrap();
+        let expected: Vec<u64> = (0..20).map(|i| i * 2).collect();
+        assert_eq!(
+            offsets, expected,
+            "appends of {stream} got offsets in submission order"
+        );
+        let batches = read_all(&storage, &stream, 0).await;
+        for (i, (offset, bytes)) in batches.iter().enumerate() {
+            assert_eq!(*offset, i as u64 * 2);
+            assert_eq!(
+                bytes[0], i as u8,
+                "batch {i} of {stream} holds the {i}th append"
+            );
+        }
+    }
+    storage.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failed_put_fails_its_appends_and_later_appends_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = Arc::new(FailingObjectStore::new(Arc::new(InMemory::new())));
+    let storage = Storage::open(config(), objects.clone(), meta(dir.path()).await);
+    objects.set_mode(FailureMode::Only(Operation::Put));
+    let (p, b) = payload(1, 1, 10);
+    let failed = storage.append("f-0", p.clone(), b.clone()).await;
+    assert!(
+        matches!(failed, Err(ref e) if e.is_retriable()),
+        "got {failed:?}"
+    );
+    objects.set_mode(FailureMode::Off);
+    let ok = storage.append("f-0", p, b).await.unwrap();
+    assert_eq!(ok.base_offset, 0, "a failed append consumes no offsets");
+    storage.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failing_index_commit_fails_the_append_without_acknowledging_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = Arc::new(FailingMetaStore::new(meta(dir.path()).await));
+    let storage = Storage::open(config(), Arc::new(InMemory::new()), failing.clone());
+    let (p, b) = payload(1, 1, 10);
+    storage.append("g-0", p.clone(), b.clone()).await.unwrap();
+    failing.set_mode(FaultMode::FailWrites);
+    assert!(storage.append("g-0", p.clone(), b.clone()).await.is_err());
+    failing.set_mode(FaultMode::Healthy);
+    assert_eq!(storage.append("g-0", p, b).await.unwrap().base_offset, 2);
+    assert_eq!(read_all(&storage, "g-0", 0).await.len(), 2);
+    storage.shutdown().await;
+}
+
+#[tokio::test]
+async fn appends_past_max_pending_bytes_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = Arc::new(SlowObjectStore::new(
+        Arc::new(InMemory::new()),
+        Duration::from_millis(300),
+    ));
+    let cfg = StorageConfig {
+        max_pending_bytes: 1000,
+        ..config()
+    };
+    let storage = Storage::open(cfg, slow, meta(dir.path()).await);
+    let (p, b) = payload(1, 1, 600);
+    let first = {
+        let storage = storage.clone();
+        let (p, b) = (p.clone(), b.clone());
+        tokio::spawn(async move { storage.append("o-0", p, b).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = std::time::Instant::now();
+    let refused = storage.append("o-0", p.clone(), b.clone()).await;
+    assert!(
+        matches!(refused, Err(StorageError::Overloaded { .. })),
+        "got {refused:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(200),
+        "refusal does not wait for the flush"
+    );
+    first.await.unwrap().unwrap();
+    assert_eq!(storage.pending_bytes(), 0);
+    storage.append("o-0", p, b).await.unwrap();
+    storage.shutdown().await;
+}
+
+#[tokio::test]
+async fn trim_moves_the_log_start_and_reads_below_it_are_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(config(), Arc::new(InMemory::new()), meta(dir.path()).await);
+    for i in 0..3 {
+        let (p, b) = payload(i, 1, 10);
+        storage.append("r-0", p, b).await.unwrap();
+    }
+    let bounds = storage.trim("r-0", 4).await.unwrap();
+    assert_eq!((bounds.log_start_offset, bounds.high_watermark), (4, 6));
+    assert!(matches!(
+        storage.read("r-0", 1, 100).await,
+        Err(StorageError::OffsetOutOfRange { .. })
+    ));
+    assert_eq!(read_all(&storage, "r-0", 4).await.len(), 1);
+    assert!(
+        storage.trim("r-0", 7).await.is_err(),
+        "cannot trim past the high watermark"
+    );
+    assert_eq!(
+        storage.trim("r-0", 2).await.unwrap().log_start_offset,
+        4,
+        "trim never moves back"
+    );
+}
+
+#[tokio::test]
+async fn a_watcher_wakes_when_the_high_watermark_advances() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(config(), Arc::new(InMemory::new()), meta(dir.path()).await);
+    let mut watch = storage.watch("w-0").await.unwrap();
+    assert_eq!(*watch.borrow(), 0);
+    let (p, b) = payload(1, 1, 10);
+    storage.append("w-0", p, b).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(1), watch.changed())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(*watch.borrow(), 2);
+}
+
+#[tokio::test]
+async fn timestamps_find_the_first_batch_at_or_after_a_time_and_the_maximum() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(config(), Arc::new(InMemory::new()), meta(dir.path()).await);
+    // Max timestamps: tag 1 -> 1010, 1011; tag 2 -> 1020, 1021.
+    for tag in [1u8, 2] {
+        let (p, b) = payload(tag, 2, 10);
+        storage.append("ts-0", p, b).await.unwrap();
+    }
+    let found = storage
+        .find_batch_by_timestamp("ts-0", 1015)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.base_offset, 4);
+    assert_eq!(found.batches.len(), 1);
+    assert!(storage
+        .find_batch_by_timestamp("ts-0", 5000)
+        .await
+        .unwrap()
+        .is_none());
+    let max = storage
+        .find_batch_with_max_timestamp("ts-0")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(max.base_offset, 6);
+}
+
+/// Fails index commits of one stream only, to show streams sharing an object are independent.
+struct FailOneStream {
+    inner: Arc<dyn MetaStore>,
+    failing_prefix: String,
+}
+
+#[async_trait::async_trait]
+impl MetaStore for FailOneStream {
+    async fn put(
+        &self,
+        key: &str,
+        value: Bytes,
+        options: storage::meta::PutOptions,
+    ) -> storage::meta::MetaResult<storage::meta::PutResult> {
+        if key.starts_with(&self.failing_prefix) {
+            return Err(storage::meta::MetaError::Unavailable("injected".into()));
+        }
+        self.inner.put(key, value, options).await
+    }
+    async fn get(
+        &self,
+        key: &str,
+        c: storage::meta::Comparison,
+        pk: Option<&str>,
+    ) -> storage::meta::MetaResult<Option<storage::meta::Record>> {
+        self.inner.get(key, c, pk).await
+    }
+    async fn delete(
+        &self,
+        key: &str,
+        e: storage::meta::Expect,
+        pk: Option<&str>,
+    ) -> storage::meta::MetaResult<()> {
+        self.inner.delete(key, e, pk).await
+    }
+    async fn delete_range(
+        &self,
+        min: &str,
+        max: &str,
+        pk: Option<&str>,
+    ) -> storage::meta::MetaResult<()> {
+        self.inner.delete_range(min, max, pk).await
+    }
+    async fn list(
+        &self,
+        min: &str,
+        max: &str,
+        pk: Option<&str>,
+    ) -> storage::meta::MetaResult<Vec<String>> {
+        self.inner.list(min, max, pk).await
+    }
+    async fn range_scan(
+        &self,
+        min: &str,
+        max: &str,
+        pk: Option<&str>,
+        limit: usize,
+    ) -> storage::meta::MetaResult<Vec<storage::meta::Record>> {
+        self.inner.range_scan(min, max, pk, limit).await
+    }
+    async fn notifications(
+        &self,
+    ) -> storage::meta::MetaResult<futures::stream::BoxStream<'static, storage::meta::Notification>>
+    {
+        self.inner.notifications().await
+    }
+    async fn close(&self) -> storage::meta::MetaResult<()> {
+        self.inner.close().await
+    }
+}
+
+#[tokio::test]
+async fn streams_sharing_an_object_succeed_or_fail_independently() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = Arc::new(FailOneStream {
+        inner: meta(dir.path()).await,
+        failing_prefix: "s/bad-0/".into(),
+    });
+    let objects = Arc::new(FailingObjectStore::new(Arc::new(InMemory::new())));
+    // A long interval so both appends land in the same object.
+    let cfg = StorageConfig {
+        write_buffer_flush_interval_ms: 200,
+        write_buffer_max_streams: 8,
+        ..config()
+    };
+    let storage = Storage::open(cfg, objects.clone(), meta);
+    let (p, b) = payload(1, 1, 10);
+    let good = storage
+        .submit("good-0", p.clone(), b.clone())
+        .await
+        .unwrap();
+    let bad = storage.submit("bad-0", p, b).await.unwrap();
+    let (good, bad) = tokio::join!(good.wait(), bad.wait());
+    assert_eq!(good.unwrap().base_offset, 0);
+    assert!(bad.is_err());
+    assert_eq!(
+        objects.operation_count(),
+        1,
+        "both appends shared one object"
+    );
+    assert_eq!(read_all(&storage, "good-0", 0).await.len(), 1);
+    assert_eq!(storage.bounds("bad-0").await.unwrap().high_watermark, 0);
+    storage.shutdown().await;
+}
