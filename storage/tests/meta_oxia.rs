@@ -50,7 +50,8 @@ fn oxia_bin() -> Option<PathBuf> {
 struct OxiaServer {
     child: Child,
     address: SocketAddr,
-    dir: tempfile::TempDir,
+    /// Data and log; removed after the server is gone.
+    _dir: tempfile::TempDir,
 }
 
 impl OxiaServer {
@@ -87,7 +88,7 @@ impl OxiaServer {
         let mut server = OxiaServer {
             child,
             address,
-            dir,
+            _dir: dir,
         };
         let deadline = Instant::now() + SERVER_START_TIMEOUT;
         // The server binds its port only after its shards are led, so accepting means ready.
@@ -127,7 +128,6 @@ impl Drop for OxiaServer {
             .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = &self.dir;
     }
 }
 

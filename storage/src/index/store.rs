@@ -162,8 +162,9 @@ impl Index {
         }
     }
 
-    /// Removes every index record of the stream (the trim point stays, so offsets of a stream
-    /// with the same id are never reused).
+    /// Removes every index record of a deleted stream. The sequence of a prefix restarts when
+    /// its keys are gone, so a stream id must never be used again afterwards (the broker's
+    /// stream ids carry the topic's unique id).
     pub async fn delete_entries(&self, stream: &str) -> Result<(), StorageError> {
         self.meta
             .delete_range(

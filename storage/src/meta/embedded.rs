@@ -31,6 +31,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use self::ops::PutOp;
 use self::shared::Shared;
+pub use self::writer::WriterStats;
 use self::writer::{WriteOp, WriteOutcome};
 use super::{
     Comparison, Expect, MetaError, MetaOptions, MetaResult, MetaStore, Notification, PutOptions,
@@ -96,6 +97,11 @@ impl EmbeddedMetaStore {
     /// The session owning this handle's ephemeral records.
     pub fn session_id(&self) -> i64 {
         self.session_id
+    }
+
+    /// Group-commit counters of this process's writer for this file (shared by its handles).
+    pub fn writer_stats(&self) -> &WriterStats {
+        &self.shared.stats
     }
 
     /// The database file.
@@ -165,18 +171,19 @@ fn validate_sequence_put(options: &PutOptions, deltas: &[u64]) -> MetaResult<()>
             "sequence-key put cannot expect a version".into(),
         ));
     }
-    match deltas.first() {
-        None => Err(MetaError::InvalidArgument(
-            "sequence-key put needs at least one delta".into(),
-        )),
-        Some(0) => Err(MetaError::InvalidArgument(
-            "the first sequence delta must be > 0".into(),
-        )),
-        Some(_) if deltas.len() > SEQUENCE_DELTAS_MAX => Err(MetaError::InvalidArgument(format!(
-            "at most {SEQUENCE_DELTAS_MAX} sequence deltas"
-        ))),
-        Some(_) => Ok(()),
+    if deltas.is_empty() || deltas.len() > SEQUENCE_DELTAS_MAX {
+        return Err(MetaError::InvalidArgument(format!(
+            "a sequence-key put needs 1 to {SEQUENCE_DELTAS_MAX} deltas"
+        )));
     }
+    // The Oxia server only requires the first delta to be > 0, but the oxia-client crate our
+    // Oxia backend uses rejects a zero anywhere; both backends must accept the same requests.
+    if deltas.contains(&0) {
+        return Err(MetaError::InvalidArgument(
+            "sequence deltas must be > 0".into(),
+        ));
+    }
+    Ok(())
 }
 
 #[async_trait]

@@ -10,8 +10,9 @@
 //!   write, `modifications_count` counts writes to that key since it was created;
 //! - `put` and `delete` can be conditional on a version ([`Expect`]);
 //! - a put with `sequence_key_deltas` appends `-%020d` per delta to the key, each number being the
-//!   previous number for that prefix plus the delta, assigned atomically (requires a partition
-//!   key, forbids an expected version); the first delta must be > 0;
+//!   highest number among the prefix's existing keys plus the delta, assigned atomically (requires a
+//!   partition key, forbids an expected version); every delta must be > 0. Deleting a prefix's
+//!   newest key therefore rewinds its sequence, as in Oxia: never delete a stream's last index key;
 //! - `partition_key` routes a key to a shard; keys sharing a partition key share a shard. Reads
 //!   and range operations given a partition key only look at that shard;
 //! - ephemeral records belong to the handle's session and vanish when the session ends (closed
@@ -39,7 +40,8 @@ use futures::stream::BoxStream;
 /// Errors a caller can act on. Backends map their own failures onto these.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum MetaError {
-    /// The key does not exist (delete of a missing key, or an `Expect::Version` put on one).
+    /// The key does not exist (unconditional delete of a missing key). Conditional puts and
+    /// deletes on a missing key fail with `UnexpectedVersion`, as in Oxia.
     #[error("key not found")]
     KeyNotFound,
     /// A conditional put or delete found another version.

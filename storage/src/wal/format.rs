@@ -312,6 +312,14 @@ pub fn parse_footer(tail: &[u8]) -> Result<Footer, FormatError> {
         directory_len: le_u32(tail, 8),
         slice_count: le_u32(tail, 12),
     };
+    // Version 1 always places the directory right after its fixed-size header.
+    if footer.directory_offset != HEADER_LEN as u64 {
+        return Err(FormatError::LengthMismatch {
+            field: "directory offset",
+            expected: HEADER_LEN as u64,
+            found: footer.directory_offset,
+        });
+    }
     check_slice_count(footer.slice_count)?;
     let min_dir = footer.slice_count as u64 * (DIRECTORY_ENTRY_FIXED_LEN as u64 + 1)
         + DIRECTORY_CRC_LEN as u64;

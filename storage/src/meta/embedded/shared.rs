@@ -16,7 +16,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use super::notify::{self, NOTIFICATION_BUFFER_MAX};
 use super::reader::{self, Readers};
 use super::schema;
-use super::writer::{self, WriteOp, WriteOutcome, WriteRequest, WRITE_QUEUE_MAX};
+use super::writer::{self, WriteOp, WriteOutcome, WriteRequest, WriterStats, WRITE_QUEUE_MAX};
 use crate::meta::{MetaError, MetaResult, Notification};
 
 /// How often the keep-alive thread wakes to see whether anything is due.
@@ -44,6 +44,7 @@ pub(super) struct Shared {
     origin: i64,
     writes: mpsc::Sender<WriteRequest>,
     pub readers: Arc<Readers>,
+    pub stats: Arc<WriterStats>,
     events: broadcast::Sender<Notification>,
     leases: Mutex<HashMap<i64, Lease>>,
     poller_started: Mutex<bool>,
@@ -88,9 +89,11 @@ impl Shared {
         let (writes, requests) = mpsc::channel(WRITE_QUEUE_MAX);
         let (events, _) = broadcast::channel(NOTIFICATION_BUFFER_MAX);
         let writer_events = events.clone();
+        let stats = Arc::new(WriterStats::default());
+        let writer_stats = Arc::clone(&stats);
         std::thread::Builder::new()
             .name("meta-writer".into())
-            .spawn(move || writer::run_writer(conn, origin, requests, writer_events))
+            .spawn(move || writer::run_writer(conn, origin, requests, writer_events, writer_stats))
             .map_err(|e| unavailable("cannot start metadata writer", e))?;
 
         let shared = Arc::new(Shared {
@@ -98,6 +101,7 @@ impl Shared {
             origin,
             writes,
             readers: Arc::new(Readers::new(canonical.clone())),
+            stats,
             events,
             leases: Mutex::new(HashMap::new()),
             poller_started: Mutex::new(false),

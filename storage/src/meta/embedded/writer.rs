@@ -4,6 +4,8 @@
 //! SQLite allows one writer at a time per database anyway; queuing in memory and committing in
 //! groups turns N concurrent puts into one lock acquisition and one fsync instead of N.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, TransactionBehavior};
@@ -16,7 +18,7 @@ use crate::meta::{Expect, MetaError, MetaResult, Notification, PutResult};
 /// Requests queued for the writer; senders wait (asynchronously) when it is full.
 pub(super) const WRITE_QUEUE_MAX: usize = 4096;
 /// Requests applied in one transaction at most.
-const BATCH_OPS_MAX: usize = 1;
+const BATCH_OPS_MAX: usize = 512;
 
 pub(super) enum WriteOp {
     Put(PutOp),
@@ -56,6 +58,25 @@ pub(super) struct WriteRequest {
     pub reply: oneshot::Sender<MetaResult<WriteOutcome>>,
 }
 
+/// Counters of the writer thread, to observe group commit.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    groups_committed: AtomicU64,
+    ops_committed: AtomicU64,
+}
+
+impl WriterStats {
+    /// Transactions committed so far.
+    pub fn groups_committed(&self) -> u64 {
+        self.groups_committed.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered by those transactions.
+    pub fn ops_committed(&self) -> u64 {
+        self.ops_committed.load(Ordering::Relaxed)
+    }
+}
+
 pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -69,6 +90,7 @@ pub(super) fn run_writer(
     origin: i64,
     mut requests: mpsc::Receiver<WriteRequest>,
     events: broadcast::Sender<Notification>,
+    stats: Arc<WriterStats>,
 ) {
     let mut batch = Vec::with_capacity(BATCH_OPS_MAX);
     while requests.blocking_recv_many(&mut batch, BATCH_OPS_MAX) > 0 {
@@ -76,7 +98,7 @@ pub(super) fn run_writer(
         // documented as unknown, and not doing them is the cheaper unknown.
         batch.retain(|r: &WriteRequest| !r.reply.is_closed());
         if !batch.is_empty() {
-            apply_group(&mut conn, origin, &mut batch, &events);
+            apply_group(&mut conn, origin, &mut batch, &events, &stats);
         }
         batch.clear();
     }
@@ -88,10 +110,15 @@ fn apply_group(
     origin: i64,
     requests: &mut Vec<WriteRequest>,
     events: &broadcast::Sender<Notification>,
+    stats: &WriterStats,
 ) {
     let ops_count = requests.len();
     match commit_group(conn, origin, requests) {
         Ok((results, notifications)) => {
+            stats.groups_committed.fetch_add(1, Ordering::Relaxed);
+            stats
+                .ops_committed
+                .fetch_add(ops_count as u64, Ordering::Relaxed);
             // Notify before replying so that a same-process watcher has the change queued by the
             // time the writer learns its put succeeded.
             for notification in notifications {

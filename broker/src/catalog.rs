@@ -1,0 +1,336 @@
+//! The topic catalog: `topics/<name>` -> JSON [`TopicRecord`] in the coordination MetaStore.
+//!
+//! Writes are conditional on the version read (or on absence for creation), so two brokers never
+//! overwrite each other's changes. Every broker keeps an in-memory copy, updated by its own
+//! writes and by the store's change notifications.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use storage::meta::{Comparison, Expect, MetaError, MetaStore, Notification, PutOptions};
+use uuid::Uuid;
+
+const TOPICS_PREFIX: &str = "topics/";
+/// Upper bound of the `topics/<name>` range in Oxia's slash-aware key order.
+const TOPICS_END: &str = "topics//";
+const SCAN_PAGE: usize = 1000;
+/// Conditional updates retried this many times when another writer wins the race.
+const UPDATE_ATTEMPTS: usize = 16;
+
+/// What the store holds for a topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicRecord {
+    pub id: Uuid,
+    pub partitions: i32,
+    /// Topic-level overrides only; absent keys take the broker defaults.
+    pub configs: BTreeMap<String, String>,
+    pub created_ms: u64,
+}
+
+/// A topic as cached, with the store version it was read at.
+#[derive(Debug, Clone)]
+pub struct Topic {
+    pub name: String,
+    pub record: TopicRecord,
+    pub version_id: i64,
+}
+
+impl Topic {
+    /// The storage stream holding one partition's log (no '/', as stream ids require).
+    pub fn stream_id(&self, partition: i32) -> String {
+        format!("{}-{}", self.record.id.simple(), partition)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("topic {0} already exists")]
+    AlreadyExists(String),
+    #[error("topic {0} does not exist")]
+    NotFound(String),
+    /// Too many concurrent writers to the same topic; the caller may retry.
+    #[error("topic {0} is being changed concurrently")]
+    Contended(String),
+    #[error("topic record {key} is unreadable: {reason}")]
+    Corrupt { key: String, reason: String },
+    #[error(transparent)]
+    Meta(#[from] MetaError),
+}
+
+pub struct Catalog {
+    meta: Arc<dyn MetaStore>,
+    topics: RwLock<HashMap<String, Arc<Topic>>>,
+}
+
+impl Catalog {
+    /// Loads every topic and starts following changes made by other brokers.
+    pub async fn open(meta: Arc<dyn MetaStore>) -> Result<Arc<Catalog>, CatalogError> {
+        let catalog = Arc::new(Catalog {
+            meta: meta.clone(),
+            topics: RwLock::new(HashMap::new()),
+        });
+        // Subscribe before the scan so that no change falls between the two.
+        let notifications = meta.notifications().await?;
+        catalog.reload_all().await?;
+        let weak = Arc::downgrade(&catalog);
+        tokio::spawn(async move {
+            let mut notifications = notifications;
+            while let Some(notification) = notifications.next().await {
+                let Some(catalog) = weak.upgrade() else {
+                    return;
+                };
+                catalog.apply_notification(notification).await;
+            }
+        });
+        Ok(catalog)
+    }
+
+    async fn reload_all(&self) -> Result<(), CatalogError> {
+        let mut loaded = HashMap::new();
+        let mut start = TOPICS_PREFIX.to_string();
+        loop {
+            let page = self
+                .meta
+                .range_scan(&start, TOPICS_END, None, SCAN_PAGE)
+                .await?;
+            let full = page.len() == SCAN_PAGE;
+            for record in &page {
+                let topic = decode(&record.key, &record.value, record.version.version_id)?;
+                loaded.insert(topic.name.clone(), Arc::new(topic));
+            }
+            match page.last() {
+                // Names never contain U+0001, so this is the smallest key after `last`.
+                Some(last) if full => start = format!("{}\u{1}", last.key),
+                _ => break,
+            }
+        }
+        *self.write_lock() = loaded;
+        Ok(())
+    }
+
+    async fn apply_notification(&self, notification: Notification) {
+        match notification {
+            Notification::KeyCreated { key, .. } | Notification::KeyModified { key, .. } => {
+                if let Some(name) = key.strip_prefix(TOPICS_PREFIX) {
+                    if let Err(error) = self.refresh(name).await {
+                        tracing::warn!(topic = name, %error, "cannot refresh topic after change");
+                    }
+                }
+            }
+            Notification::KeyDeleted { key } => {
+                if let Some(name) = key.strip_prefix(TOPICS_PREFIX) {
+                    self.write_lock().remove(name);
+                }
+            }
+            Notification::KeyRangeDeleted { .. } => {
+                if let Err(error) = self.reload_all().await {
+                    tracing::warn!(%error, "cannot reload topics after range delete");
+                }
+            }
+        }
+    }
+
+    /// Re-reads one topic from the store into the cache.
+    pub async fn refresh(&self, name: &str) -> Result<Option<Arc<Topic>>, CatalogError> {
+        let key = topic_key(name);
+        match self.meta.get(&key, Comparison::Equal, None).await? {
+            Some(record) => {
+                let topic = Arc::new(decode(
+                    &record.key,
+                    &record.value,
+                    record.version.version_id,
+                )?);
+                Ok(Some(self.remember(topic)))
+            }
+            None => {
+                self.write_lock().remove(name);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Keeps the newest of the cached and the given version.
+    fn remember(&self, topic: Arc<Topic>) -> Arc<Topic> {
+        let mut topics = self.write_lock();
+        match topics.get(&topic.name) {
+            Some(cached) if cached.version_id > topic.version_id => cached.clone(),
+            _ => {
+                topics.insert(topic.name.clone(), topic.clone());
+                topic
+            }
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
+        self.read_lock().get(name).cloned()
+    }
+
+    pub fn get_by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
+        self.read_lock()
+            .values()
+            .find(|t| t.record.id == id)
+            .cloned()
+    }
+
+    /// Every topic, sorted by name.
+    pub fn list(&self) -> Vec<Arc<Topic>> {
+        let mut topics: Vec<_> = self.read_lock().values().cloned().collect();
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
+        topics
+    }
+
+    /// Creates a topic; fails with `AlreadyExists` if any broker created it first.
+    pub async fn create(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+    ) -> Result<Arc<Topic>, CatalogError> {
+        let record = TopicRecord {
+            id: Uuid::new_v4(),
+            partitions,
+            configs,
+            created_ms: now_ms(),
+        };
+        let options = PutOptions {
+            expect: Expect::NotExists,
+            ..Default::default()
+        };
+        match self
+            .meta
+            .put(&topic_key(name), encode(&record), options)
+            .await
+        {
+            Ok(put) => {
+                let topic = Topic {
+                    name: name.to_string(),
+                    record,
+                    version_id: put.version.version_id,
+                };
+                tracing::info!(topic = name, partitions, id = %topic.record.id, "topic created");
+                Ok(self.remember(Arc::new(topic)))
+            }
+            Err(MetaError::UnexpectedVersion) => {
+                self.refresh(name).await?;
+                Err(CatalogError::AlreadyExists(name.to_string()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Applies `change` to the stored record, retrying on concurrent updates. `change` may
+    /// refuse by returning an error, which is passed through unchanged.
+    pub async fn update<E>(
+        &self,
+        name: &str,
+        change: impl Fn(&mut TopicRecord) -> Result<(), E>,
+    ) -> Result<Result<Arc<Topic>, E>, CatalogError> {
+        for _ in 0..UPDATE_ATTEMPTS {
+            let current = self
+                .refresh(name)
+                .await?
+                .ok_or_else(|| CatalogError::NotFound(name.to_string()))?;
+            let mut record = current.record.clone();
+            if let Err(refused) = change(&mut record) {
+                return Ok(Err(refused));
+            }
+            let options = PutOptions {
+                expect: Expect::Version(current.version_id),
+                ..Default::default()
+            };
+            match self
+                .meta
+                .put(&topic_key(name), encode(&record), options)
+                .await
+            {
+                Ok(put) => {
+                    let topic = Topic {
+                        name: name.to_string(),
+                        record,
+                        version_id: put.version.version_id,
+                    };
+                    return Ok(Ok(self.remember(Arc::new(topic))));
+                }
+                Err(MetaError::UnexpectedVersion) => continue,
+                Err(MetaError::KeyNotFound) => {
+                    self.write_lock().remove(name);
+                    return Err(CatalogError::NotFound(name.to_string()));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CatalogError::Contended(name.to_string()))
+    }
+
+    /// Deletes a topic record (the version read must still be current) and returns it.
+    pub async fn delete(&self, name: &str) -> Result<Arc<Topic>, CatalogError> {
+        for _ in 0..UPDATE_ATTEMPTS {
+            let current = self
+                .refresh(name)
+                .await?
+                .ok_or_else(|| CatalogError::NotFound(name.to_string()))?;
+            match self
+                .meta
+                .delete(&topic_key(name), Expect::Version(current.version_id), None)
+                .await
+            {
+                Ok(()) => {
+                    self.write_lock().remove(name);
+                    tracing::info!(topic = name, id = %current.record.id, "topic deleted");
+                    return Ok(current);
+                }
+                Err(MetaError::UnexpectedVersion) => continue,
+                Err(MetaError::KeyNotFound) => {
+                    self.write_lock().remove(name);
+                    return Err(CatalogError::NotFound(name.to_string()));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CatalogError::Contended(name.to_string()))
+    }
+
+    // A poisoned lock only means a panic happened while holding it; the map itself is always
+    // left consistent (single inserts/removes), so keep serving it.
+    fn read_lock(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Topic>>> {
+        self.topics.read().unwrap_or_else(|e| e.into_inner())
+    }
+    fn write_lock(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<Topic>>> {
+        self.topics.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn topic_key(name: &str) -> String {
+    format!("{TOPICS_PREFIX}{name}")
+}
+
+fn encode(record: &TopicRecord) -> Bytes {
+    // Serialising plain data with string keys cannot fail.
+    Bytes::from(serde_json::to_vec(record).unwrap_or_default())
+}
+
+fn decode(key: &str, value: &[u8], version_id: i64) -> Result<Topic, CatalogError> {
+    let corrupt = |reason: String| CatalogError::Corrupt {
+        key: key.to_string(),
+        reason,
+    };
+    let name = key
+        .strip_prefix(TOPICS_PREFIX)
+        .ok_or_else(|| corrupt("not a topic key".into()))?;
+    let record: TopicRecord = serde_json::from_slice(value).map_err(|e| corrupt(e.to_string()))?;
+    Ok(Topic {
+        name: name.to_string(),
+        record,
+        version_id,
+    })
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,415 @@
+//! Command-line contract of the `broker` binary. Every flag can also come from a `BROKER_*`
+//! environment variable or from a TOML file (`--config`, keys are the flag names with
+//! underscores). Precedence: command line > environment > file > default.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser};
+
+/// Settings of one broker process.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "broker",
+    version,
+    about = "A diskless Kafka broker: record batches go to object storage"
+)]
+pub struct Config {
+    /// TOML file with settings (keys are flag names with underscores, e.g. `data_dir`).
+    #[arg(long, env = "BROKER_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// Address the Kafka listener binds to.
+    #[arg(long, env = "BROKER_LISTEN", default_value = "127.0.0.1:9092")]
+    pub listen: SocketAddr,
+
+    /// `host:port` clients are told to connect to (defaults to the bound listen address).
+    #[arg(long, env = "BROKER_ADVERTISED_LISTENER")]
+    pub advertised_listener: Option<String>,
+
+    /// Local data directory: objects in `<dir>/objects`, embedded metadata in `<dir>/meta`.
+    #[arg(long, env = "BROKER_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// Object store URL: `file:///path`, `memory://`, `s3://bucket/prefix` (default: `file://<data-dir>/objects`).
+    #[arg(long, env = "BROKER_OBJECT_STORE")]
+    pub object_store: Option<String>,
+
+    /// Metadata store: `embedded` or `oxia://host:port/namespace`.
+    #[arg(long, env = "BROKER_METASTORE", default_value = "embedded")]
+    pub metastore: String,
+
+    /// This broker's id, unique in the cluster.
+    #[arg(long, env = "BROKER_BROKER_ID", default_value_t = 1)]
+    pub broker_id: i32,
+
+    /// Rack (zone) reported to clients.
+    #[arg(long, env = "BROKER_RACK")]
+    pub rack: Option<String>,
+
+    /// Create unknown topics when a client's Metadata request asks for it.
+    #[arg(long, env = "BROKER_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub auto_create_topics: bool,
+
+    /// Partitions of topics created without an explicit count (auto-created or `num_partitions=-1`).
+    #[arg(long, env = "BROKER_DEFAULT_PARTITIONS", default_value_t = 1)]
+    pub default_partitions: i32,
+
+    /// Largest request frame accepted; a larger one closes the connection.
+    #[arg(long, env = "BROKER_MAX_FRAME_BYTES", default_value_t = protocol::frame::DEFAULT_MAX_FRAME_BYTES)]
+    pub max_frame_bytes: usize,
+
+    /// Client connections served at once; further ones wait in the accept backlog.
+    #[arg(long, env = "BROKER_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub max_connections: usize,
+
+    /// Requests of one connection processed concurrently (responses still go out in order).
+    #[arg(long, env = "BROKER_MAX_INFLIGHT_REQUESTS", default_value_t = 64)]
+    pub max_inflight_requests: usize,
+
+    /// Bytes at which a WAL segment (one object) is closed.
+    #[arg(long, env = "BROKER_WRITE_BUFFER_SIZE", default_value_t = 4 << 20)]
+    pub write_buffer_size: usize,
+
+    /// Pending bytes that trigger a flush before the interval elapses.
+    #[arg(long, env = "BROKER_WRITE_BUFFER_FLUSH_SIZE", default_value_t = 256 << 20)]
+    pub write_buffer_flush_size: usize,
+
+    /// Longest wait before buffered appends are written (default: 250, or 10 for file:// and memory://).
+    #[arg(long, env = "BROKER_WRITE_BUFFER_FLUSH_INTERVAL_MS")]
+    pub write_buffer_flush_interval_ms: Option<u64>,
+
+    /// Partition streams packed into one WAL object at most.
+    #[arg(long, env = "BROKER_WRITE_BUFFER_MAX_STREAMS", default_value_t = 4)]
+    pub write_buffer_max_streams: usize,
+
+    /// Bytes accepted but not yet durable; past it produce requests are refused (retriable).
+    #[arg(long, env = "BROKER_MAX_PENDING_BYTES", default_value_t = 256 << 20)]
+    pub max_pending_bytes: usize,
+
+    /// Bytes of object slices cached in memory for reads.
+    #[arg(long, env = "BROKER_READ_CACHE_BYTES", default_value_t = 256 << 20)]
+    pub read_cache_bytes: usize,
+
+    /// An append not acknowledged within this time fails.
+    #[arg(long, env = "BROKER_ADD_ENTRY_TIMEOUT_MS", default_value_t = 30_000)]
+    pub add_entry_timeout_ms: u64,
+
+    /// How long the first rebalance of a new consumer group waits for more members.
+    #[arg(
+        long,
+        env = "BROKER_GROUP_INITIAL_REBALANCE_DELAY_MS",
+        default_value_t = 3000
+    )]
+    pub group_initial_rebalance_delay_ms: u64,
+
+    /// Smallest session timeout a group member may ask for.
+    #[arg(
+        long,
+        env = "BROKER_GROUP_MIN_SESSION_TIMEOUT_MS",
+        default_value_t = 6000
+    )]
+    pub group_min_session_timeout_ms: i32,
+
+    /// Longest wait for in-flight requests on shutdown.
+    #[arg(long, env = "BROKER_SHUTDOWN_TIMEOUT_MS", default_value_t = 30_000)]
+    pub shutdown_timeout_ms: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Bad flag, bad value, `--help` or `--version` (clap prints and exits with the right code).
+    #[error(transparent)]
+    Cli(#[from] clap::Error),
+    #[error("cannot read config file {path}: {reason}")]
+    File { path: PathBuf, reason: String },
+    #[error("config file {path}: unknown key {key:?}")]
+    UnknownKey { path: PathBuf, key: String },
+    #[error("invalid setting {name}: {reason}")]
+    Invalid { name: &'static str, reason: String },
+}
+
+/// An advertised `host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: i32,
+}
+
+impl Endpoint {
+    pub fn parse(value: &str) -> Result<Endpoint, ConfigError> {
+        let invalid = |reason: &str| ConfigError::Invalid {
+            name: "advertised_listener",
+            reason: format!("{value:?}: {reason}"),
+        };
+        // Tolerate a `PLAINTEXT://` style scheme, as Kafka operators write it.
+        let rest = value.split_once("://").map_or(value, |(_, rest)| rest);
+        let (host, port) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| invalid("expected host:port"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(invalid("empty host"));
+        }
+        let port: u16 = port.parse().map_err(|_| invalid("bad port"))?;
+        Ok(Endpoint {
+            host: host.to_string(),
+            port: i32::from(port),
+        })
+    }
+}
+
+impl Config {
+    /// Parses the process arguments, environment and config file.
+    pub fn load() -> Result<Config, ConfigError> {
+        Config::load_from(std::env::args_os())
+    }
+
+    pub fn load_from<I, T>(args: I) -> Result<Config, ConfigError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let command = Config::command();
+        let mut matches = command.clone().try_get_matches_from(&args)?;
+        if let Some(path) = matches.get_one::<PathBuf>("config").cloned() {
+            // File values are passed as extra flags, but only for settings that neither the
+            // command line nor the environment set, which gives file < env < command line.
+            for (key, value) in read_file(&path)? {
+                let known = command.get_arguments().any(|a| a.get_id().as_str() == key);
+                if !known || key == "config" {
+                    return Err(ConfigError::UnknownKey {
+                        path: path.clone(),
+                        key,
+                    });
+                }
+                let source = matches.value_source(&key);
+                if matches!(source, None | Some(ValueSource::DefaultValue)) {
+                    args.push(format!("--{}={}", key.replace('_', "-"), value).into());
+                }
+            }
+            matches = command.try_get_matches_from(&args)?;
+        }
+        let config = Config::from_arg_matches(&matches)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let check = |ok: bool, name: &'static str, reason: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError::Invalid {
+                    name,
+                    reason: reason.to_string(),
+                })
+            }
+        };
+        check(self.broker_id >= 0, "broker_id", "must be >= 0")?;
+        check(
+            self.default_partitions >= 1,
+            "default_partitions",
+            "must be >= 1",
+        )?;
+        check(
+            (1024..=i32::MAX as usize).contains(&self.max_frame_bytes),
+            "max_frame_bytes",
+            "must be between 1024 and 2147483647",
+        )?;
+        check(self.max_connections >= 1, "max_connections", "must be >= 1")?;
+        check(
+            self.max_inflight_requests >= 1,
+            "max_inflight_requests",
+            "must be >= 1",
+        )?;
+        check(
+            self.write_buffer_size >= 1,
+            "write_buffer_size",
+            "must be >= 1",
+        )?;
+        check(
+            self.write_buffer_flush_size >= 1,
+            "write_buffer_flush_size",
+            "must be >= 1",
+        )?;
+        check(
+            self.write_buffer_max_streams >= 1,
+            "write_buffer_max_streams",
+            "must be >= 1",
+        )?;
+        check(
+            self.max_pending_bytes >= 1,
+            "max_pending_bytes",
+            "must be >= 1",
+        )?;
+        check(
+            self.add_entry_timeout_ms >= 1,
+            "add_entry_timeout_ms",
+            "must be >= 1",
+        )?;
+        check(
+            self.metastore == "embedded" || self.metastore.starts_with("oxia://"),
+            "metastore",
+            "expected `embedded` or `oxia://host:port/namespace`",
+        )?;
+        if let Some(advertised) = &self.advertised_listener {
+            Endpoint::parse(advertised)?;
+        }
+        Ok(())
+    }
+
+    /// The object store URL, defaulting to a folder inside the data directory.
+    pub fn object_store_url(&self) -> Result<String, ConfigError> {
+        if let Some(url) = &self.object_store {
+            return Ok(url.clone());
+        }
+        let dir =
+            absolute(&self.data_dir.join("objects")).map_err(|reason| ConfigError::Invalid {
+                name: "data_dir",
+                reason,
+            })?;
+        Ok(format!("file://{}", dir.display()))
+    }
+
+    /// The flush interval: short for local stores, where a PUT is cheap and fast.
+    pub fn flush_interval_ms(&self) -> u64 {
+        if let Some(ms) = self.write_buffer_flush_interval_ms {
+            return ms;
+        }
+        let local = match &self.object_store {
+            None => true,
+            Some(url) => url.starts_with("file://") || url.starts_with("memory://"),
+        };
+        if local {
+            10
+        } else {
+            250
+        }
+    }
+
+    pub fn storage_config(&self) -> storage::StorageConfig {
+        storage::StorageConfig {
+            write_buffer_size: self.write_buffer_size,
+            write_buffer_flush_size: self.write_buffer_flush_size,
+            write_buffer_flush_interval_ms: self.flush_interval_ms(),
+            write_buffer_max_streams: self.write_buffer_max_streams,
+            max_pending_bytes: self.max_pending_bytes,
+            read_cache_bytes: self.read_cache_bytes,
+            add_entry_timeout_ms: self.add_entry_timeout_ms,
+            ..storage::StorageConfig::default()
+        }
+    }
+}
+
+fn absolute(path: &Path) -> Result<PathBuf, String> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .map_err(|e| e.to_string())
+}
+
+/// Reads a flat TOML table into `(key, value-as-flag-text)` pairs.
+fn read_file(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
+    let file_error = |reason: String| ConfigError::File {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| file_error(e.to_string()))?;
+    let mut out = Vec::with_capacity(table.len());
+    for (key, value) in table {
+        let text = match value {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => {
+                return Err(file_error(format!(
+                    "key {key:?}: unsupported value {other}"
+                )))
+            }
+        };
+        out.push((key, text));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    // Tests never read the real environment variables: they only use flags and files, and the
+    // env-var precedence is covered by `broker/tests/cli.rs` on a child process.
+
+    #[test]
+    fn defaults_match_the_command_line_contract() {
+        let config = Config::load_from(["broker"]).unwrap();
+        assert_eq!(config.listen, "127.0.0.1:9092".parse().unwrap());
+        assert_eq!(config.data_dir, PathBuf::from("./data"));
+        assert_eq!(config.metastore, "embedded");
+        assert!(config.auto_create_topics);
+        assert_eq!(config.default_partitions, 1);
+        assert!(config
+            .object_store_url()
+            .unwrap()
+            .ends_with("/data/objects"));
+    }
+
+    #[test]
+    fn file_values_apply_below_command_line_flags() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(
+            file,
+            "default_partitions = 3\nbroker_id = 7\nauto_create_topics = false"
+        )
+        .unwrap();
+        let path = file.path().to_str().unwrap().to_string();
+        let config = Config::load_from(["broker", "--config", &path, "--broker-id", "9"]).unwrap();
+        assert_eq!(config.default_partitions, 3);
+        assert!(!config.auto_create_topics);
+        assert_eq!(config.broker_id, 9);
+    }
+
+    #[test]
+    fn unknown_file_key_is_an_error() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "no_such_setting = 1").unwrap();
+        let path = file.path().to_str().unwrap().to_string();
+        let err = Config::load_from(["broker", "--config", &path]).unwrap_err();
+        assert!(matches!(err, ConfigError::UnknownKey { .. }), "{err}");
+    }
+
+    #[test]
+    fn invalid_values_are_rejected() {
+        assert!(Config::load_from(["broker", "--default-partitions", "0"]).is_err());
+        assert!(Config::load_from(["broker", "--metastore", "zookeeper"]).is_err());
+        assert!(Config::load_from(["broker", "--listen", "nowhere"]).is_err());
+        assert!(Config::load_from(["broker", "--advertised-listener", "hostonly"]).is_err());
+    }
+
+    #[test]
+    fn advertised_listener_accepts_scheme_and_ipv6() {
+        assert_eq!(
+            Endpoint::parse("PLAINTEXT://kafka-1:9093").unwrap(),
+            Endpoint {
+                host: "kafka-1".into(),
+                port: 9093
+            }
+        );
+        assert_eq!(
+            Endpoint::parse("[::1]:9092").unwrap(),
+            Endpoint {
+                host: "::1".into(),
+                port: 9092
+            }
+        );
+    }
+}

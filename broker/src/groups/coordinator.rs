@@ -1,0 +1,509 @@
+//! The groups this broker coordinates: one lock per group, a timer task, and persistence of
+//! group records and committed offsets. Errors come back as Kafka error codes, since that is
+//! what every caller answers with.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use storage::meta::{MetaError, MetaStore};
+use tokio::sync::Mutex;
+
+use super::clock::Clock;
+use super::group::{Group, GroupDescription, GroupState, JoinRequest, Outcome, SyncRequest};
+use super::member::{JoinResponse, SyncResponse};
+use super::store::{CommittedOffset, GroupStore, StoreError};
+use super::GroupConfig;
+
+type SharedGroup = Arc<Mutex<Group>>;
+
+/// A row of ListGroups.
+#[derive(Debug, Clone)]
+pub struct ListedGroup {
+    pub group_id: String,
+    pub protocol_type: String,
+    pub state: GroupState,
+}
+
+pub struct GroupCoordinator {
+    config: GroupConfig,
+    store: GroupStore,
+    clock: Arc<dyn Clock>,
+    groups: StdMutex<HashMap<String, SharedGroup>>,
+    closed: AtomicBool,
+}
+
+impl GroupCoordinator {
+    /// Loads every stored group and starts the timer task.
+    pub async fn open(
+        meta: Arc<dyn MetaStore>,
+        config: GroupConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<GroupCoordinator>, StoreError> {
+        let store = GroupStore::new(meta);
+        let now_ms = clock.now_ms();
+        let mut groups = HashMap::new();
+        for (group_id, record, version) in store.load_all().await? {
+            let group = Group::from_record(&group_id, config, record, version, now_ms);
+            groups.insert(group_id, Arc::new(Mutex::new(group)));
+        }
+        tracing::info!(groups = groups.len(), "group coordinator loaded");
+        let coordinator = Arc::new(GroupCoordinator {
+            config,
+            store,
+            clock,
+            groups: StdMutex::new(groups),
+            closed: AtomicBool::new(false),
+        });
+        let weak = Arc::downgrade(&coordinator);
+        let tick_interval = Duration::from_millis(config.tick_interval_ms.max(1));
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(tick_interval);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                interval.tick().await;
+                let Some(coordinator) = weak.upgrade() else {
+                    return;
+                };
+                if coordinator.closed.load(Ordering::SeqCst) {
+                    return;
+                }
+                coordinator.tick_all().await;
+            }
+        });
+        Ok(coordinator)
+    }
+
+    pub fn config(&self) -> &GroupConfig {
+        &self.config
+    }
+
+    /// Runs every group's timers once (the timer task calls this every `tick_interval_ms`).
+    pub async fn tick_all(&self) {
+        for group in self.snapshot() {
+            let mut group = group.lock().await;
+            group.tick(self.clock.now_ms());
+            self.persist(&mut group).await;
+        }
+    }
+
+    /// Answers every waiting JoinGroup/SyncGroup with NOT_COORDINATOR so that shutdown does
+    /// not wait for rebalances, and stops the timers.
+    pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        for group in self.snapshot() {
+            let mut group = group.lock().await;
+            group.fail_waiters(ResponseError::NotCoordinator);
+            self.persist(&mut group).await;
+        }
+    }
+
+    pub async fn join(&self, group_id: &str, request: JoinRequest) -> JoinResponse {
+        let member_id = request.member_id.clone();
+        if let Err(error) = self.validate_join(group_id, &request) {
+            return JoinResponse::error(error, &member_id);
+        }
+        let group = if member_id.is_empty() {
+            self.get_or_create(group_id).await
+        } else {
+            self.existing(group_id).await
+        };
+        let group = match group {
+            Ok(Some(group)) => group,
+            Ok(None) => return JoinResponse::error(ResponseError::UnknownMemberId, &member_id),
+            Err(error) => return JoinResponse::error(error, &member_id),
+        };
+        let outcome = {
+            let mut group = group.lock().await;
+            let outcome = group.join(request, self.clock.now_ms());
+            self.persist(&mut group).await;
+            outcome
+        };
+        match outcome {
+            Outcome::Ready(response) => response,
+            Outcome::Waiting(answer) => answer.await.unwrap_or_else(|_| {
+                JoinResponse::error(ResponseError::CoordinatorNotAvailable, &member_id)
+            }),
+        }
+    }
+
+    fn validate_join(&self, group_id: &str, request: &JoinRequest) -> Result<(), ResponseError> {
+        if group_id.is_empty() {
+            return Err(ResponseError::InvalidGroupId);
+        }
+        let session = request.session_timeout_ms;
+        if session < self.config.min_session_timeout_ms
+            || session > self.config.max_session_timeout_ms
+        {
+            return Err(ResponseError::InvalidSessionTimeout);
+        }
+        let metadata_bytes: usize = request
+            .protocols
+            .iter()
+            .map(|p| p.metadata.len() + p.name.len())
+            .sum();
+        if request.protocols.len() > self.config.member_protocols_max
+            || metadata_bytes > self.config.member_metadata_bytes_max
+        {
+            tracing::warn!(
+                group = group_id,
+                protocols = request.protocols.len(),
+                metadata_bytes,
+                "join refused: member metadata too large"
+            );
+            return Err(ResponseError::InvalidRequest);
+        }
+        Ok(())
+    }
+
+    pub async fn sync(&self, group_id: &str, request: SyncRequest) -> SyncResponse {
+        if group_id.is_empty() {
+            return SyncResponse::error(ResponseError::InvalidGroupId);
+        }
+        let assignment_bytes: usize = request
+            .assignments
+            .iter()
+            .map(|(id, a)| id.len() + a.len())
+            .sum();
+        if assignment_bytes > self.config.assignment_bytes_max {
+            tracing::warn!(
+                group = group_id,
+                assignment_bytes,
+                "sync refused: assignments too large"
+            );
+            return SyncResponse::error(ResponseError::InvalidRequest);
+        }
+        let group = match self.existing(group_id).await {
+            Ok(Some(group)) => group,
+            Ok(None) => return SyncResponse::error(ResponseError::UnknownMemberId),
+            Err(error) => return SyncResponse::error(error),
+        };
+        let outcome = {
+            let mut group = group.lock().await;
+            let outcome = group.sync(request, self.clock.now_ms());
+            self.persist(&mut group).await;
+            outcome
+        };
+        match outcome {
+            Outcome::Ready(response) => response,
+            Outcome::Waiting(answer) => answer
+                .await
+                .unwrap_or_else(|_| SyncResponse::error(ResponseError::CoordinatorNotAvailable)),
+        }
+    }
+
+    pub async fn heartbeat(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        generation_id: i32,
+    ) -> Result<(), ResponseError> {
+        if group_id.is_empty() {
+            return Err(ResponseError::InvalidGroupId);
+        }
+        let group = self
+            .existing(group_id)
+            .await?
+            .ok_or(ResponseError::UnknownMemberId)?;
+        let mut group = group.lock().await;
+        group.heartbeat(
+            member_id,
+            group_instance_id,
+            generation_id,
+            self.clock.now_ms(),
+        )
+    }
+
+    /// One result per leaving `(member_id, group_instance_id)`, in order.
+    pub async fn leave(
+        &self,
+        group_id: &str,
+        members: &[(String, Option<String>)],
+    ) -> Result<Vec<Result<(), ResponseError>>, ResponseError> {
+        if group_id.is_empty() {
+            return Err(ResponseError::InvalidGroupId);
+        }
+        let Some(group) = self.existing(group_id).await? else {
+            return Ok(members
+                .iter()
+                .map(|_| Err(ResponseError::UnknownMemberId))
+                .collect());
+        };
+        let mut group = group.lock().await;
+        let results = members
+            .iter()
+            .map(|(member_id, instance)| {
+                group.leave(member_id, instance.as_deref(), self.clock.now_ms())
+            })
+            .collect();
+        self.persist(&mut group).await;
+        Ok(results)
+    }
+
+    /// Commits offsets for a member of `generation_id` (or, with a negative generation, for a
+    /// client outside group management). One result per offset, in order.
+    pub async fn commit_offsets(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        generation_id: i32,
+        offsets: &[CommittedOffset],
+    ) -> Vec<Result<(), ResponseError>> {
+        let all = |error: ResponseError| offsets.iter().map(|_| Err(error)).collect();
+        if group_id.is_empty() {
+            return all(ResponseError::InvalidGroupId);
+        }
+        let group = match self.existing(group_id).await {
+            Ok(Some(group)) => group,
+            Ok(None) if generation_id < 0 => match self.get_or_create(group_id).await {
+                Ok(Some(group)) => group,
+                Ok(None) => return all(ResponseError::CoordinatorNotAvailable),
+                Err(error) => return all(error),
+            },
+            Ok(None) => return all(ResponseError::IllegalGeneration),
+            Err(error) => return all(error),
+        };
+        // The group lock is held across the writes so that a concurrent DeleteGroups cannot
+        // interleave with them.
+        let mut group = group.lock().await;
+        if let Err(error) = group.check_commit(
+            member_id,
+            group_instance_id,
+            generation_id,
+            self.clock.now_ms(),
+        ) {
+            return all(error);
+        }
+        if group.store_version.is_none() {
+            // A group known only through its offsets still gets a record, so that ListGroups
+            // and DeleteGroups see it.
+            group.mark_dirty();
+        }
+        self.persist(&mut group).await;
+        if group.store_version.is_none() {
+            return all(ResponseError::CoordinatorNotAvailable);
+        }
+        self.store
+            .commit_offsets(group_id, offsets)
+            .await
+            .into_iter()
+            .map(|result| {
+                result.map_err(|error| {
+                    tracing::warn!(group = group_id, %error, "offset commit failed");
+                    ResponseError::CoordinatorNotAvailable
+                })
+            })
+            .collect()
+    }
+
+    /// Committed offsets of the group (all of them, or only of `topics`).
+    pub async fn fetch_offsets(
+        &self,
+        group_id: &str,
+        topics: Option<&[String]>,
+    ) -> Result<Vec<CommittedOffset>, ResponseError> {
+        let result = match topics {
+            None => self.store.fetch_offsets(group_id, None).await,
+            Some(topics) => {
+                let reads = topics
+                    .iter()
+                    .map(|t| self.store.fetch_offsets(group_id, Some(t)));
+                futures::future::join_all(reads)
+                    .await
+                    .into_iter()
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|per_topic| per_topic.into_iter().flatten().collect())
+            }
+        };
+        result.map_err(|error| {
+            tracing::warn!(group = group_id, %error, "offset fetch failed");
+            ResponseError::CoordinatorNotAvailable
+        })
+    }
+
+    pub async fn describe(
+        &self,
+        group_id: &str,
+    ) -> Result<Option<GroupDescription>, ResponseError> {
+        let Some(group) = self.existing(group_id).await? else {
+            return Ok(None);
+        };
+        let group = group.lock().await;
+        Ok(Some(group.describe()))
+    }
+
+    /// Every group, sorted by id.
+    pub async fn list(&self) -> Vec<ListedGroup> {
+        let mut listed = Vec::new();
+        for group in self.snapshot() {
+            let group = group.lock().await;
+            if group.state() == GroupState::Dead {
+                continue;
+            }
+            listed.push(ListedGroup {
+                group_id: group.group_id().to_string(),
+                protocol_type: group.protocol_type().unwrap_or_default().to_string(),
+                state: group.state(),
+            });
+        }
+        listed.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        listed
+    }
+
+    /// Deletes an empty group and its offsets.
+    pub async fn delete(&self, group_id: &str) -> Result<(), ResponseError> {
+        if group_id.is_empty() {
+            return Err(ResponseError::InvalidGroupId);
+        }
+        let shared = self
+            .existing(group_id)
+            .await?
+            .ok_or(ResponseError::GroupIdNotFound)?;
+        let mut group = shared.lock().await;
+        match group.state() {
+            GroupState::Empty => {}
+            GroupState::Dead => return Err(ResponseError::GroupIdNotFound),
+            _ => return Err(ResponseError::NonEmptyGroup),
+        }
+        if let Err(error) = self.store.delete_group(group_id, group.store_version).await {
+            tracing::warn!(group = group_id, %error, "group delete failed");
+            return Err(ResponseError::CoordinatorNotAvailable);
+        }
+        group.mark_dead(ResponseError::UnknownMemberId);
+        let mut groups = self.groups_lock();
+        if groups
+            .get(group_id)
+            .is_some_and(|g| Arc::ptr_eq(g, &shared))
+        {
+            groups.remove(group_id);
+        }
+        tracing::info!(group = group_id, "group deleted");
+        Ok(())
+    }
+
+    /// Deletes committed offsets of partitions the group does not consume. One result per
+    /// partition, in order.
+    pub async fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<Result<(), ResponseError>>, ResponseError> {
+        if group_id.is_empty() {
+            return Err(ResponseError::InvalidGroupId);
+        }
+        let group = self
+            .existing(group_id)
+            .await?
+            .ok_or(ResponseError::GroupIdNotFound)?;
+        let group = group.lock().await;
+        if group.state() == GroupState::Dead {
+            return Err(ResponseError::GroupIdNotFound);
+        }
+        let consumer = group.protocol_type() == Some("consumer");
+        if !consumer && group.state() != GroupState::Empty {
+            return Err(ResponseError::NonEmptyGroup);
+        }
+        let mut results = Vec::with_capacity(partitions.len());
+        for (topic, partition) in partitions {
+            if consumer && group.is_subscribed_to(topic) {
+                results.push(Err(ResponseError::GroupSubscribedToTopic));
+                continue;
+            }
+            let result = self.store.delete_offset(group_id, topic, *partition).await.map_err(|error| {
+                tracing::warn!(group = group_id, topic, partition, %error, "offset delete failed");
+                ResponseError::CoordinatorNotAvailable
+            });
+            results.push(result);
+        }
+        Ok(results)
+    }
+
+    /// The group if this coordinator or the store knows it.
+    async fn existing(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {
+        if let Some(group) = self.groups_lock().get(group_id) {
+            return Ok(Some(group.clone()));
+        }
+        // Another broker may have created it since we loaded.
+        match self.store.load(group_id).await {
+            Ok(Some((record, version))) => {
+                let group =
+                    Group::from_record(group_id, self.config, record, version, self.clock.now_ms());
+                let mut groups = self.groups_lock();
+                Ok(Some(
+                    groups
+                        .entry(group_id.to_string())
+                        .or_insert_with(|| Arc::new(Mutex::new(group)))
+                        .clone(),
+                ))
+            }
+            Ok(None) => Ok(None),
+            Err(error) => {
+                tracing::warn!(group = group_id, %error, "cannot load group");
+                Err(ResponseError::CoordinatorNotAvailable)
+            }
+        }
+    }
+
+    async fn get_or_create(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {
+        if let Some(group) = self.existing(group_id).await? {
+            return Ok(Some(group));
+        }
+        let mut groups = self.groups_lock();
+        if !groups.contains_key(group_id) && groups.len() >= self.config.groups_max {
+            tracing::warn!(
+                group = group_id,
+                groups_max = self.config.groups_max,
+                "group refused: too many groups"
+            );
+            return Err(ResponseError::CoordinatorNotAvailable);
+        }
+        let group = groups
+            .entry(group_id.to_string())
+            .or_insert_with(|| Arc::new(Mutex::new(Group::new(group_id, self.config))));
+        Ok(Some(group.clone()))
+    }
+
+    /// Writes the group record if the state machine asked for it. A failed write is retried
+    /// by the next tick; the in-memory group stays authoritative meanwhile.
+    async fn persist(&self, group: &mut Group) {
+        if !group.take_dirty() || group.state() == GroupState::Dead {
+            return;
+        }
+        let group_id = group.group_id().to_string();
+        match self
+            .store
+            .save(&group_id, &group.to_record(), group.store_version)
+            .await
+        {
+            Ok(version) => group.store_version = Some(version),
+            Err(StoreError::Meta(MetaError::UnexpectedVersion | MetaError::KeyNotFound)) => {
+                // Someone else wrote or deleted the record: this coordinator owns the group
+                // now, so adopt the stored version and write again on the next tick.
+                tracing::warn!(group = %group_id, "group record changed behind this coordinator");
+                group.store_version = match self.store.load(&group_id).await {
+                    Ok(found) => found.map(|(_, version)| version),
+                    Err(_) => group.store_version,
+                };
+                group.mark_dirty();
+            }
+            Err(error) => {
+                tracing::warn!(group = %group_id, %error, "cannot persist group");
+                group.mark_dirty();
+            }
+        }
+    }
+
+    fn snapshot(&self) -> Vec<SharedGroup> {
+        self.groups_lock().values().cloned().collect()
+    }
+
+    // The map is only ever changed by single inserts/removes, so a poisoned lock still holds
+    // a consistent map.
+    fn groups_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SharedGroup>> {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,68 @@
+//! The group coordinator for the classic consumer group protocol (JoinGroup, SyncGroup,
+//! Heartbeat, LeaveGroup) and committed offsets, durable in the coordination MetaStore.
+//!
+//! - [`group`]: the per-group state machine (pure, driven by an explicit `now_ms`);
+//! - [`coordinator`]: the groups of this broker, locking, timers, persistence;
+//! - [`store`] and [`keys`]: what is stored where.
+
+pub mod clock;
+pub mod coordinator;
+pub mod group;
+pub mod keys;
+pub mod member;
+pub mod store;
+
+pub use coordinator::GroupCoordinator;
+
+/// Limits and timeouts of the coordinator (Kafka's `group.*` broker settings).
+#[derive(Debug, Clone, Copy)]
+pub struct GroupConfig {
+    /// How long the first rebalance of an empty group waits for more members.
+    pub initial_rebalance_delay_ms: u64,
+    pub min_session_timeout_ms: i32,
+    pub max_session_timeout_ms: i32,
+    /// Members (including ids handed out but not yet used) per group.
+    pub members_max: usize,
+    /// Groups this coordinator holds.
+    pub groups_max: usize,
+    /// Protocols one member may offer, and their metadata bytes in total.
+    pub member_protocols_max: usize,
+    pub member_metadata_bytes_max: usize,
+    /// Bytes of all assignments in one SyncGroup.
+    pub assignment_bytes_max: usize,
+    /// Length of the metadata string of one committed offset (`offset.metadata.max.bytes`).
+    pub offset_metadata_bytes_max: usize,
+    /// How often timers are checked.
+    pub tick_interval_ms: u64,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        GroupConfig {
+            initial_rebalance_delay_ms: 3000,
+            min_session_timeout_ms: 6000,
+            max_session_timeout_ms: 1_800_000,
+            members_max: 1000,
+            groups_max: 100_000,
+            member_protocols_max: 16,
+            member_metadata_bytes_max: 1 << 20,
+            assignment_bytes_max: 16 << 20,
+            offset_metadata_bytes_max: 4096,
+            tick_interval_ms: 100,
+        }
+    }
+}
+
+impl GroupConfig {
+    /// The defaults, with the settings the broker's command line exposes.
+    pub fn from_config(config: &crate::config::Config) -> GroupConfig {
+        GroupConfig {
+            initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+            min_session_timeout_ms: config.group_min_session_timeout_ms,
+            ..GroupConfig::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod group_tests;

@@ -1,0 +1,236 @@
+//! CreateTopics: name rules, partition count, replication factor (-1 or 1 on a single broker),
+//! replica assignments naming only this broker, validated configs, `validate_only`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::ResponseError;
+
+use super::{str_bytes, topic_name};
+use crate::catalog::{CatalogError, Topic};
+use crate::context::Broker;
+use crate::topic_config::{self, TOPIC_CONFIGS};
+
+/// Partitions per topic at most; every partition costs index keys and per-stream state.
+pub const MAX_PARTITIONS: i32 = 10_000;
+/// Kafka's config source codes.
+pub(super) const SOURCE_TOPIC: i8 = 1;
+pub(super) const SOURCE_DEFAULT: i8 = 5;
+
+type Refusal = (ResponseError, String);
+
+pub async fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    request: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for topic in &request.topics {
+        *counts.entry(topic.name.0.to_string()).or_default() += 1;
+    }
+    let validate_only = version >= 1 && request.validate_only;
+    let mut results = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let name = topic.name.0.to_string();
+        let outcome = if counts.get(&name).copied().unwrap_or(0) > 1 {
+            Err((
+                ResponseError::InvalidRequest,
+                format!("Create topics request contains topic {name} more than once"),
+            ))
+        } else {
+            create_one(broker, &name, topic, validate_only).await
+        };
+        let result = CreatableTopicResult::default().with_name(topic_name(&name));
+        results.push(match outcome {
+            Ok(created) => {
+                let result = result
+                    .with_topic_id(created.id)
+                    .with_num_partitions(created.partitions)
+                    .with_replication_factor(1);
+                if version >= 5 {
+                    result.with_configs(Some(describe_configs(&created.configs)))
+                } else {
+                    result
+                }
+            }
+            Err((code, message)) => result
+                .with_error_code(code.code())
+                .with_error_message(Some(str_bytes(&message)))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1),
+        });
+    }
+    CreateTopicsResponse::default().with_topics(results)
+}
+
+/// What a successful (or validated) creation reports.
+struct Created {
+    id: uuid::Uuid,
+    partitions: i32,
+    configs: BTreeMap<String, String>,
+}
+
+async fn create_one(
+    broker: &Arc<Broker>,
+    name: &str,
+    topic: CreatableTopic,
+    validate_only: bool,
+) -> Result<Created, Refusal> {
+    let partitions = partition_count(broker, &topic)?;
+    let configs = topic_config::validate_all(
+        topic
+            .configs
+            .iter()
+            .map(|c| (c.name.as_str(), c.value.as_deref())),
+    )
+    .map_err(|e| (ResponseError::InvalidConfig, e.0))?;
+    if validate_only {
+        check_name(broker, name)?;
+        return Ok(Created {
+            id: uuid::Uuid::nil(),
+            partitions,
+            configs,
+        });
+    }
+    let created = create_topic(broker, name, partitions, configs).await?;
+    Ok(Created {
+        id: created.record.id,
+        partitions: created.record.partitions,
+        configs: created.record.configs.clone(),
+    })
+}
+
+fn partition_count(broker: &Broker, topic: &CreatableTopic) -> Result<i32, Refusal> {
+    let me = broker.node.broker_id;
+    if !topic.assignments.is_empty() {
+        if topic.num_partitions != -1 || topic.replication_factor != -1 {
+            return Err((
+                ResponseError::InvalidRequest,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".into(),
+            ));
+        }
+        let mut indexes: Vec<i32> = topic
+            .assignments
+            .iter()
+            .map(|a| a.partition_index)
+            .collect();
+        indexes.sort_unstable();
+        let contiguous = indexes.iter().enumerate().all(|(i, p)| *p as usize == i);
+        let only_me = topic
+            .assignments
+            .iter()
+            .all(|a| a.broker_ids.len() == 1 && a.broker_ids[0].0 == me);
+        if !contiguous || !only_me {
+            return Err((
+                ResponseError::InvalidReplicaAssignment,
+                format!(
+                    "Replica assignments must cover partitions 0..n, each on broker {me} alone"
+                ),
+            ));
+        }
+        let count = i32::try_from(indexes.len()).unwrap_or(i32::MAX);
+        return check_partitions(count);
+    }
+    match topic.replication_factor {
+        -1 | 1 => {}
+        rf if rf <= 0 => {
+            return Err((ResponseError::InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.".into()))
+        }
+        rf => {
+            return Err((
+                ResponseError::InvalidReplicationFactor,
+                format!("Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached because only 1 broker(s) are registered."),
+            ))
+        }
+    }
+    match topic.num_partitions {
+        -1 => Ok(broker.config.default_partitions),
+        n if n <= 0 => Err((
+            ResponseError::InvalidPartitions,
+            "Number of partitions must be larger than 0, or -1 to use the default value.".into(),
+        )),
+        n => check_partitions(n),
+    }
+}
+
+fn check_partitions(count: i32) -> Result<i32, Refusal> {
+    if count > MAX_PARTITIONS {
+        return Err((
+            ResponseError::InvalidPartitions,
+            format!("Number of partitions {count} exceeds the limit of {MAX_PARTITIONS}"),
+        ));
+    }
+    Ok(count)
+}
+
+fn check_name(broker: &Broker, name: &str) -> Result<(), Refusal> {
+    topic_config::validate_topic_name(name)
+        .map_err(|m| (ResponseError::InvalidTopicException, m))?;
+    if broker.catalog.get(name).is_some() {
+        return Err((
+            ResponseError::TopicAlreadyExists,
+            format!("Topic '{name}' already exists."),
+        ));
+    }
+    if let Some(other) = broker
+        .catalog
+        .list()
+        .iter()
+        .find(|t| topic_config::collides(&t.name, name))
+    {
+        return Err((
+            ResponseError::InvalidTopicException,
+            format!(
+                "Topic '{name}' collides with existing topic: {}",
+                other.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Creates a topic after the checks every creation path shares (CreateTopics, auto-creation).
+pub async fn create_topic(
+    broker: &Arc<Broker>,
+    name: &str,
+    partitions: i32,
+    configs: BTreeMap<String, String>,
+) -> Result<Arc<Topic>, Refusal> {
+    check_name(broker, name)?;
+    broker
+        .catalog
+        .create(name, partitions, configs)
+        .await
+        .map_err(|e| match e {
+            CatalogError::AlreadyExists(_) => (
+                ResponseError::TopicAlreadyExists,
+                format!("Topic '{name}' already exists."),
+            ),
+            other => {
+                tracing::warn!(topic = name, error = %other, "topic creation failed");
+                (ResponseError::RequestTimedOut, other.to_string())
+            }
+        })
+}
+
+fn describe_configs(overrides: &BTreeMap<String, String>) -> Vec<CreatableTopicConfigs> {
+    TOPIC_CONFIGS
+        .iter()
+        .map(|def| {
+            let (value, is_default) = topic_config::effective(overrides, def);
+            CreatableTopicConfigs::default()
+                .with_name(str_bytes(def.name))
+                .with_value(Some(str_bytes(value)))
+                .with_config_source(if is_default {
+                    SOURCE_DEFAULT
+                } else {
+                    SOURCE_TOPIC
+                })
+        })
+        .collect()
+}

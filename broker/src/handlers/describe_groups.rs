@@ -1,0 +1,63 @@
+//! DescribeGroups: state, protocol and members of each group; unknown groups are reported
+//! as Dead (GROUP_ID_NOT_FOUND from v6 on, as in Kafka 4).
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
+use kafka_protocol::ResponseError;
+
+use super::str_bytes;
+use crate::context::Broker;
+
+/// No authorizer: Kafka answers INT32_MIN ("not requested") or the full set; we never list.
+const AUTHORIZED_OPERATIONS_UNKNOWN: i32 = i32::MIN;
+
+pub async fn handle(
+    broker: &Broker,
+    version: i16,
+    request: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let mut groups = Vec::with_capacity(request.groups.len());
+    for group_id in request.groups {
+        let base = DescribedGroup::default()
+            .with_group_id(group_id.clone())
+            .with_authorized_operations(AUTHORIZED_OPERATIONS_UNKNOWN);
+        let described = match broker.groups.describe(&group_id.0).await {
+            Ok(Some(group)) => {
+                let members = group
+                    .members
+                    .into_iter()
+                    .map(|m| {
+                        let member = DescribedGroupMember::default()
+                            .with_member_id(str_bytes(&m.member_id))
+                            .with_client_id(str_bytes(&m.client_id))
+                            .with_client_host(str_bytes(&m.client_host))
+                            .with_member_metadata(m.metadata)
+                            .with_member_assignment(m.assignment);
+                        if version >= 4 {
+                            member.with_group_instance_id(
+                                m.group_instance_id.as_deref().map(str_bytes),
+                            )
+                        } else {
+                            member
+                        }
+                    })
+                    .collect();
+                base.with_group_state(str_bytes(group.state.name()))
+                    .with_protocol_type(str_bytes(&group.protocol_type))
+                    .with_protocol_data(str_bytes(&group.protocol_name))
+                    .with_members(members)
+            }
+            Ok(None) if version >= 6 => base
+                .with_error_code(ResponseError::GroupIdNotFound.code())
+                .with_error_message(Some(str_bytes(&format!(
+                    "group {} not found",
+                    &*group_id.0
+                ))))
+                .with_group_state(str_bytes("Dead")),
+            Ok(None) => base.with_group_state(str_bytes("Dead")),
+            Err(error) => base.with_error_code(error.code()),
+        };
+        groups.push(described);
+    }
+    DescribeGroupsResponse::default().with_groups(groups)
+}

@@ -1,0 +1,257 @@
+//! Fetch: read whole batches from the offset asked, rewrite each batch's base offset from the
+//! index, and long-poll at the end of the log until `min_bytes` arrive or `max_wait_ms` passes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::future::select_all;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+use kafka_protocol::ResponseError;
+use protocol::batch::set_base_offset;
+use storage::{ReadChunk, StorageError};
+use tokio::time::Instant;
+
+use super::topic_name;
+use crate::context::Broker;
+use crate::fetch_session::{FetchTarget, Plan, Reported};
+use crate::storage_errors::read_error;
+
+/// Longest wait a client may ask for; bounds how long a request holds its connection slot.
+const MAX_WAIT_MS_CAP: i32 = 60_000;
+
+struct PartitionResult {
+    target: FetchTarget,
+    error: Option<ResponseError>,
+    high_watermark: i64,
+    log_start_offset: i64,
+    records: Option<Bytes>,
+}
+
+impl PartitionResult {
+    fn bytes(&self) -> usize {
+        self.records.as_ref().map_or(0, |r| r.len())
+    }
+}
+
+pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> FetchResponse {
+    let requested: Vec<FetchTarget> = request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| FetchTarget {
+                topic: t.topic.0.to_string(),
+                partition: p.partition,
+                fetch_offset: p.fetch_offset,
+                max_bytes: p.partition_max_bytes,
+            })
+        })
+        .collect();
+    let forgotten: Vec<(String, i32)> = request
+        .forgotten_topics_data
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| (t.topic.0.to_string(), *p)))
+        .collect();
+    let plan = if version >= 7 {
+        match broker.fetch_sessions.resolve(
+            request.session_id,
+            request.session_epoch,
+            requested,
+            &forgotten,
+        ) {
+            Ok(plan) => plan,
+            Err(error) => {
+                return FetchResponse::default()
+                    .with_error_code(error.code())
+                    .with_session_id(0)
+            }
+        }
+    } else {
+        Plan {
+            session_id: 0,
+            incremental: false,
+            targets: requested,
+        }
+    };
+
+    let max_bytes = if version >= 3 {
+        request.max_bytes.max(0) as usize
+    } else {
+        usize::MAX
+    };
+    let min_bytes = request.min_bytes.max(0) as usize;
+    let wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_MS_CAP) as u64);
+    let deadline = Instant::now() + wait;
+    let results = loop {
+        // Subscribe before reading so a commit between the read and the wait still wakes us.
+        let mut watches = Vec::new();
+        if !wait.is_zero() {
+            for target in &plan.targets {
+                if let Some(stream) = stream_of(broker, target) {
+                    if let Ok(watch) = broker.storage.watch(&stream).await {
+                        watches.push(watch);
+                    }
+                }
+            }
+        }
+        let results = read_targets(broker, &plan.targets, max_bytes).await;
+        let bytes: usize = results.iter().map(PartitionResult::bytes).sum();
+        let has_error = results.iter().any(|r| r.error.is_some());
+        if bytes >= min_bytes || has_error || Instant::now() >= deadline {
+            break results;
+        }
+        if watches.is_empty() {
+            tokio::time::sleep_until(deadline).await;
+            break read_targets(broker, &plan.targets, max_bytes).await;
+        }
+        let changed = select_all(watches.iter_mut().map(|w| Box::pin(w.changed())));
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            break read_targets(broker, &plan.targets, max_bytes).await;
+        }
+    };
+
+    let read_committed = request.isolation_level == 1;
+    let mut topics: Vec<FetchableTopicResponse> = Vec::new();
+    for result in results {
+        let has_news = result.records.is_some() || result.error.is_some();
+        if plan.session_id != 0 {
+            let now = Reported {
+                high_watermark: result.high_watermark,
+                log_start_offset: result.log_start_offset,
+            };
+            let report = broker.fetch_sessions.should_report(
+                plan.session_id,
+                &result.target.topic,
+                result.target.partition,
+                now,
+                has_news,
+            );
+            if plan.incremental && !report {
+                continue;
+            }
+        }
+        let partition = PartitionData::default()
+            .with_partition_index(result.target.partition)
+            .with_error_code(result.error.map_or(0, |e| e.code()))
+            .with_high_watermark(result.high_watermark)
+            .with_last_stable_offset(result.high_watermark)
+            .with_log_start_offset(result.log_start_offset)
+            .with_aborted_transactions(read_committed.then(Vec::new))
+            .with_preferred_read_replica(BrokerId(-1))
+            // Never null: librdkafka 2.0 rejects a null record set (size -1); Kafka sends empty.
+            .with_records(Some(result.records.unwrap_or_default()));
+        match topics.last_mut() {
+            Some(t) if t.topic.0.as_str() == result.target.topic => t.partitions.push(partition),
+            _ => topics.push(
+                FetchableTopicResponse::default()
+                    .with_topic(topic_name(&result.target.topic))
+                    .with_partitions(vec![partition]),
+            ),
+        }
+    }
+    FetchResponse::default()
+        .with_session_id(plan.session_id)
+        .with_responses(topics)
+}
+
+fn stream_of(broker: &Broker, target: &FetchTarget) -> Option<String> {
+    let topic = broker.catalog.get(&target.topic)?;
+    (target.partition >= 0 && target.partition < topic.record.partitions)
+        .then(|| topic.stream_id(target.partition))
+}
+
+async fn read_targets(
+    broker: &Broker,
+    targets: &[FetchTarget],
+    max_bytes: usize,
+) -> Vec<PartitionResult> {
+    let mut remaining = max_bytes;
+    let mut any_data = false;
+    let mut results = Vec::with_capacity(targets.len());
+    for target in targets {
+        let result = read_target(broker, target, remaining, !any_data).await;
+        let bytes = result.bytes();
+        any_data |= bytes > 0;
+        remaining = remaining.saturating_sub(bytes);
+        results.push(result);
+    }
+    results
+}
+
+/// Reads one partition. `budget` is what the response still has room for; `first` allows the
+/// first batch to exceed every limit, as Kafka does, so a large batch cannot stall a consumer.
+async fn read_target(
+    broker: &Broker,
+    target: &FetchTarget,
+    budget: usize,
+    first: bool,
+) -> PartitionResult {
+    let mut result = PartitionResult {
+        target: target.clone(),
+        error: None,
+        high_watermark: -1,
+        log_start_offset: -1,
+        records: None,
+    };
+    let Some(stream) = stream_of(broker, target) else {
+        result.error = Some(ResponseError::UnknownTopicOrPartition);
+        return result;
+    };
+    let limit = budget.min(target.max_bytes.max(0) as usize);
+    let skip_read = target.fetch_offset < 0 || (limit == 0 && !first);
+    if !skip_read {
+        match broker
+            .storage
+            .read(&stream, target.fetch_offset as u64, limit.max(1))
+            .await
+        {
+            Ok(read) => {
+                result.high_watermark = read.bounds.high_watermark as i64;
+                result.log_start_offset = read.bounds.log_start_offset as i64;
+                result.records = assemble(&read.chunks, limit, first);
+                return result;
+            }
+            Err(e) => {
+                if !matches!(e, StorageError::OffsetOutOfRange { .. }) {
+                    tracing::warn!(stream, error = %e, "fetch read failed");
+                }
+                result.error = Some(read_error(&e));
+            }
+        }
+    } else if target.fetch_offset < 0 {
+        result.error = Some(ResponseError::OffsetOutOfRange);
+    }
+    if let Ok(bounds) = broker.storage.bounds(&stream).await {
+        result.high_watermark = bounds.high_watermark as i64;
+        result.log_start_offset = bounds.log_start_offset as i64;
+    }
+    result
+}
+
+/// Copies whole batches into one buffer (at most `limit` bytes, except a lone first batch),
+/// setting each batch's base offset from the index. The base offset is outside the batch CRC.
+fn assemble(chunks: &[ReadChunk], limit: usize, first: bool) -> Option<Bytes> {
+    let mut out = BytesMut::new();
+    for chunk in chunks {
+        let mut offset = chunk.base_offset;
+        let mut pos = 0usize;
+        for batch in &chunk.batches {
+            let len = batch.len as usize;
+            if out.len() + len > limit && !(first && out.is_empty()) {
+                return (!out.is_empty()).then(|| out.freeze());
+            }
+            let start = out.len();
+            out.extend_from_slice(&chunk.bytes[pos..pos + len]);
+            if set_base_offset(&mut out[start..], offset as i64).is_err() {
+                // The engine verified these bytes; a batch too short to hold a header is a bug.
+                tracing::error!(offset, len, "stored batch shorter than a batch header");
+                out.truncate(start);
+                return (!out.is_empty()).then(|| out.freeze());
+            }
+            offset += u64::from(batch.records);
+            pos += len;
+        }
+    }
+    (!out.is_empty()).then(|| out.freeze())
+}

@@ -1,0 +1,73 @@
+//! FindCoordinator: this broker coordinates every group (v4+ answers batched keys).
+//! Transactions are not supported, so TRANSACTION keys get a non-retriable error at once
+//! instead of a retriable one a producer would wait on forever.
+
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::{broker_id, str_bytes};
+use crate::context::Broker;
+
+const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
+
+pub fn handle(
+    broker: &Broker,
+    version: i16,
+    request: FindCoordinatorRequest,
+) -> FindCoordinatorResponse {
+    let key_type = if version >= 1 {
+        request.key_type
+    } else {
+        KEY_TYPE_GROUP
+    };
+    if version >= 4 {
+        let coordinators = request
+            .coordinator_keys
+            .into_iter()
+            .map(|key| coordinator(broker, key_type, key))
+            .collect();
+        return FindCoordinatorResponse::default().with_coordinators(coordinators);
+    }
+    let found = coordinator(broker, key_type, request.key);
+    let response = FindCoordinatorResponse::default()
+        .with_error_code(found.error_code)
+        .with_node_id(found.node_id)
+        .with_host(found.host)
+        .with_port(found.port);
+    if version >= 1 {
+        response.with_error_message(found.error_message)
+    } else {
+        response
+    }
+}
+
+fn coordinator(broker: &Broker, key_type: i8, key: StrBytes) -> Coordinator {
+    let refuse = |error: ResponseError, message: &str| {
+        Coordinator::default()
+            .with_key(key.clone())
+            .with_node_id(broker_id(-1))
+            .with_host(str_bytes(""))
+            .with_port(-1)
+            .with_error_code(error.code())
+            .with_error_message(Some(str_bytes(message)))
+    };
+    match key_type {
+        KEY_TYPE_GROUP => Coordinator::default()
+            .with_key(key.clone())
+            .with_node_id(broker_id(broker.node.broker_id))
+            .with_host(str_bytes(&broker.node.endpoint.host))
+            .with_port(broker.node.endpoint.port)
+            .with_error_message(None),
+        KEY_TYPE_TRANSACTION => refuse(
+            ResponseError::InvalidRequest,
+            "transactions are not supported by this broker",
+        ),
+        _ => refuse(
+            ResponseError::InvalidRequest,
+            "unknown coordinator key type",
+        ),
+    }
+}

@@ -1,0 +1,131 @@
+//! Dispatch by API key, one file per API. Handlers answer errors in-band with Kafka error
+//! codes; a [`HandlerError`] closes the connection, as Kafka does for requests it cannot serve.
+
+mod api_versions;
+mod configs;
+mod create_partitions;
+mod create_topics;
+mod delete_groups;
+mod delete_topics;
+mod describe_cluster;
+mod describe_groups;
+mod fetch;
+mod find_coordinator;
+mod heartbeat;
+mod join_group;
+mod leave_group;
+mod list_groups;
+mod list_offsets;
+mod metadata;
+mod offset_commit;
+mod offset_delete;
+mod offset_fetch;
+mod produce;
+mod sync_group;
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::{ApiKey, BrokerId, RequestKind, ResponseKind, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use protocol::codec::Request;
+
+use crate::context::Broker;
+use crate::sequencer::{Sequencer, Ticket};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    /// The API is in the version table but no handler serves it (a wiring mistake).
+    #[error("no handler for {0:?}")]
+    NoHandler(ApiKey),
+}
+
+/// Serves one request. `Ok(None)` means no response is sent (Produce with acks=0).
+/// `produce_ticket` orders a Produce after the connection's earlier ones (see `sequencer`).
+pub async fn handle(
+    broker: &Arc<Broker>,
+    request: Request,
+    produce_ticket: Option<Ticket>,
+) -> Result<Option<ResponseKind>, HandlerError> {
+    let version = request.version();
+    let response = match request.body {
+        RequestKind::Produce(r) => {
+            let ticket = produce_ticket.unwrap_or_else(|| Sequencer::default().ticket());
+            match produce::handle(broker, r, ticket).await {
+                Some(response) => ResponseKind::Produce(response),
+                None => return Ok(None),
+            }
+        }
+        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, version, r).await),
+        RequestKind::ListOffsets(r) => {
+            ResponseKind::ListOffsets(list_offsets::handle(broker, version, r).await)
+        }
+        RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(version, &r)),
+        RequestKind::Metadata(r) => {
+            ResponseKind::Metadata(metadata::handle(broker, version, r).await)
+        }
+        RequestKind::CreateTopics(r) => {
+            ResponseKind::CreateTopics(create_topics::handle(broker, version, r).await)
+        }
+        RequestKind::DeleteTopics(r) => {
+            ResponseKind::DeleteTopics(delete_topics::handle(broker, version, r).await)
+        }
+        RequestKind::CreatePartitions(r) => {
+            ResponseKind::CreatePartitions(create_partitions::handle(broker, r).await)
+        }
+        RequestKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(configs::describe(broker, version, r).await)
+        }
+        RequestKind::AlterConfigs(r) => ResponseKind::AlterConfigs(configs::alter(broker, r).await),
+        RequestKind::IncrementalAlterConfigs(r) => {
+            ResponseKind::IncrementalAlterConfigs(configs::incremental_alter(broker, r).await)
+        }
+        RequestKind::DescribeCluster(r) => {
+            ResponseKind::DescribeCluster(describe_cluster::handle(broker, r))
+        }
+        RequestKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(find_coordinator::handle(broker, version, r))
+        }
+        RequestKind::JoinGroup(r) => {
+            ResponseKind::JoinGroup(join_group::handle(broker, version, &request.header, r).await)
+        }
+        RequestKind::SyncGroup(r) => {
+            ResponseKind::SyncGroup(sync_group::handle(broker, version, r).await)
+        }
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, r).await),
+        RequestKind::LeaveGroup(r) => {
+            ResponseKind::LeaveGroup(leave_group::handle(broker, version, r).await)
+        }
+        RequestKind::OffsetCommit(r) => {
+            ResponseKind::OffsetCommit(offset_commit::handle(broker, version, r).await)
+        }
+        RequestKind::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(offset_fetch::handle(broker, version, r).await)
+        }
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(describe_groups::handle(broker, version, r).await)
+        }
+        RequestKind::ListGroups(r) => {
+            ResponseKind::ListGroups(list_groups::handle(broker, version, r).await)
+        }
+        RequestKind::DeleteGroups(r) => {
+            ResponseKind::DeleteGroups(delete_groups::handle(broker, r).await)
+        }
+        RequestKind::OffsetDelete(r) => {
+            ResponseKind::OffsetDelete(offset_delete::handle(broker, r).await)
+        }
+        _ => return Err(HandlerError::NoHandler(request.api_key)),
+    };
+    Ok(Some(response))
+}
+
+pub(crate) fn str_bytes(value: &str) -> StrBytes {
+    StrBytes::from_string(value.to_string())
+}
+
+pub(crate) fn topic_name(value: &str) -> TopicName {
+    TopicName(str_bytes(value))
+}
+
+pub(crate) fn broker_id(id: i32) -> BrokerId {
+    BrokerId(id)
+}

@@ -1,0 +1,145 @@
+//! OffsetFetch: one group (v1-v7) or several (v8+); all committed partitions when no topics
+//! are named, else the named partitions, with -1 where nothing was committed.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
+use kafka_protocol::ResponseError;
+
+use super::{str_bytes, topic_name};
+use crate::context::Broker;
+use crate::groups::store::OffsetRecord;
+
+/// `topic -> partition -> committed offset (None: nothing committed)`.
+type Fetched = BTreeMap<String, BTreeMap<i32, Option<OffsetRecord>>>;
+
+pub async fn handle(
+    broker: &Broker,
+    version: i16,
+    request: OffsetFetchRequest,
+) -> OffsetFetchResponse {
+    if version >= 8 {
+        let mut groups = Vec::with_capacity(request.groups.len());
+        for group in request.groups {
+            let wanted = group.topics.map(|topics| {
+                topics
+                    .into_iter()
+                    .map(|t| (t.name.0.to_string(), t.partition_indexes))
+                    .collect()
+            });
+            let response =
+                OffsetFetchResponseGroup::default().with_group_id(group.group_id.clone());
+            groups.push(match fetch(broker, &group.group_id.0, wanted).await {
+                Ok(fetched) => response.with_topics(multi_group_topics(fetched)),
+                Err(error) => response.with_error_code(error.code()),
+            });
+        }
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    // v1 has no "all topics" form: a null list is read as empty.
+    let wanted = match request.topics {
+        Some(topics) => Some(
+            topics
+                .into_iter()
+                .map(|t| (t.name.0.to_string(), t.partition_indexes))
+                .collect(),
+        ),
+        None if version >= 2 => None,
+        None => Some(Vec::new()),
+    };
+    match fetch(broker, &request.group_id.0, wanted).await {
+        Ok(fetched) => OffsetFetchResponse::default().with_topics(single_group_topics(fetched)),
+        Err(error) if version >= 2 => OffsetFetchResponse::default().with_error_code(error.code()),
+        Err(_) => OffsetFetchResponse::default(),
+    }
+}
+
+async fn fetch(
+    broker: &Broker,
+    group_id: &str,
+    wanted: Option<Vec<(String, Vec<i32>)>>,
+) -> Result<Fetched, ResponseError> {
+    if group_id.is_empty() {
+        return Err(ResponseError::InvalidGroupId);
+    }
+    let mut fetched = Fetched::new();
+    match wanted {
+        None => {
+            for committed in broker.groups.fetch_offsets(group_id, None).await? {
+                fetched
+                    .entry(committed.topic)
+                    .or_default()
+                    .insert(committed.partition, Some(committed.record));
+            }
+        }
+        Some(wanted) => {
+            let topics: Vec<String> = wanted.iter().map(|(t, _)| t.clone()).collect();
+            let mut committed: BTreeMap<(String, i32), OffsetRecord> = BTreeMap::new();
+            for c in broker.groups.fetch_offsets(group_id, Some(&topics)).await? {
+                committed.insert((c.topic, c.partition), c.record);
+            }
+            for (topic, partitions) in wanted {
+                let entry = fetched.entry(topic.clone()).or_default();
+                for partition in partitions {
+                    entry.insert(partition, committed.remove(&(topic.clone(), partition)));
+                }
+            }
+        }
+    }
+    Ok(fetched)
+}
+
+fn values(record: Option<OffsetRecord>) -> (i64, i32, String) {
+    match record {
+        Some(r) => (r.offset, r.leader_epoch, r.metadata),
+        None => (-1, -1, String::new()),
+    }
+}
+
+fn single_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
+    fetched
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, record)| {
+                    let (offset, epoch, metadata) = values(record);
+                    OffsetFetchResponsePartition::default()
+                        .with_partition_index(index)
+                        .with_committed_offset(offset)
+                        .with_committed_leader_epoch(epoch)
+                        .with_metadata(Some(str_bytes(&metadata)))
+                })
+                .collect();
+            OffsetFetchResponseTopic::default()
+                .with_name(topic_name(&topic))
+                .with_partitions(partitions)
+        })
+        .collect()
+}
+
+fn multi_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopics> {
+    fetched
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, record)| {
+                    let (offset, epoch, metadata) = values(record);
+                    OffsetFetchResponsePartitions::default()
+                        .with_partition_index(index)
+                        .with_committed_offset(offset)
+                        .with_committed_leader_epoch(epoch)
+                        .with_metadata(Some(str_bytes(&metadata)))
+                })
+                .collect();
+            OffsetFetchResponseTopics::default()
+                .with_name(topic_name(&topic))
+                .with_partitions(partitions)
+        })
+        .collect()
+}

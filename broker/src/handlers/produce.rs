@@ -1,0 +1,217 @@
+//! Produce: validate each partition's record batches (lengths, magic, CRC; no per-record work),
+//! append the payload exactly as received, answer with the base offset the index assigned.
+//! Every acks level waits for durability: the engine acknowledges nothing from memory.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use protocol::batch::{validate_batches, BatchInfo};
+use storage::{BatchMeta, PendingAppend};
+
+use crate::catalog::Topic;
+use crate::context::Broker;
+use crate::sequencer::Ticket;
+use crate::storage_errors::produce_error;
+use crate::topic_config;
+
+/// What happened to one partition before its append could be awaited.
+enum Submitted {
+    Pending {
+        pending: PendingAppend,
+        stream: String,
+    },
+    Failed {
+        error: ResponseError,
+        message: Option<String>,
+    },
+}
+
+/// Serves a Produce. `ticket` orders this request's submissions after the connection's earlier
+/// produce requests. Returns `None` for acks=0 (no response is sent).
+pub async fn handle(
+    broker: &Arc<Broker>,
+    request: ProduceRequest,
+    mut ticket: Ticket,
+) -> Option<ProduceResponse> {
+    let acks = request.acks;
+    let valid_acks = (-1..=1).contains(&acks);
+    ticket.turn().await;
+    let mut submitted = Vec::with_capacity(request.topic_data.len());
+    for topic_data in request.topic_data {
+        let topic = broker.catalog.get(&topic_data.name.0);
+        let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
+        for partition in topic_data.partition_data {
+            let outcome = if !valid_acks {
+                failed(
+                    ResponseError::InvalidRequiredAcks,
+                    "acks must be 0, 1 or -1",
+                )
+            } else if request.transactional_id.is_some() {
+                failed(
+                    ResponseError::TransactionalIdAuthorizationFailed,
+                    "transactions are not supported",
+                )
+            } else {
+                submit(broker, topic.as_deref(), partition.index, partition.records).await
+            };
+            partitions.push((partition.index, outcome));
+        }
+        submitted.push((topic_data.name, partitions));
+    }
+    // Offsets are fixed for everything submitted: the next request may go ahead.
+    ticket.release();
+
+    let mut responses = Vec::with_capacity(submitted.len());
+    for (name, partitions) in submitted {
+        let results = join_all(
+            partitions
+                .into_iter()
+                .map(|(index, outcome)| complete(broker, index, outcome)),
+        )
+        .await;
+        responses.push(
+            TopicProduceResponse::default()
+                .with_name(name)
+                .with_partition_responses(results),
+        );
+    }
+    if acks == 0 {
+        return None;
+    }
+    Some(ProduceResponse::default().with_responses(responses))
+}
+
+fn failed(error: ResponseError, message: &str) -> Submitted {
+    Submitted::Failed {
+        error,
+        message: Some(message.to_string()),
+    }
+}
+
+async fn submit(
+    broker: &Broker,
+    topic: Option<&Topic>,
+    partition: i32,
+    records: Option<bytes::Bytes>,
+) -> Submitted {
+    let Some(topic) = topic else {
+        return Submitted::Failed {
+            error: ResponseError::UnknownTopicOrPartition,
+            message: None,
+        };
+    };
+    if partition < 0 || partition >= topic.record.partitions {
+        return Submitted::Failed {
+            error: ResponseError::UnknownTopicOrPartition,
+            message: None,
+        };
+    }
+    let Some(records) = records else {
+        return failed(ResponseError::InvalidRecord, "no records");
+    };
+    let batches = match validate_batches(&records) {
+        Ok(batches) => batches,
+        Err(e) => {
+            tracing::debug!(topic = %topic.name, partition, error = %e, "rejected produce payload");
+            return Submitted::Failed {
+                error: e.response_error(),
+                message: Some(e.to_string()),
+            };
+        }
+    };
+    if let Some(outcome) = refuse_batches(topic, &batches) {
+        return outcome;
+    }
+    let metas = batches
+        .iter()
+        .map(|b| BatchMeta {
+            len: b.len_bytes as u32,
+            records: b.records_count as u32,
+            max_timestamp: b.max_timestamp,
+        })
+        .collect();
+    let stream = topic.stream_id(partition);
+    match broker.storage.submit(&stream, records, metas).await {
+        Ok(pending) => Submitted::Pending { pending, stream },
+        Err(e) => {
+            tracing::debug!(topic = %topic.name, partition, error = %e, "produce not admitted");
+            Submitted::Failed {
+                error: produce_error(&e),
+                message: Some(e.to_string()),
+            }
+        }
+    }
+}
+
+/// Batches this broker cannot take yet, with the error Kafka clients expect.
+fn refuse_batches(topic: &Topic, batches: &[BatchInfo]) -> Option<Submitted> {
+    let max_message_bytes = max_message_bytes(topic);
+    for batch in batches {
+        if batch.len_bytes > max_message_bytes {
+            return Some(failed(
+                ResponseError::MessageTooLarge,
+                &format!(
+                    "batch of {} bytes exceeds max.message.bytes {max_message_bytes}",
+                    batch.len_bytes
+                ),
+            ));
+        }
+        if batch.is_transactional() || batch.is_control() {
+            return Some(failed(
+                ResponseError::TransactionalIdAuthorizationFailed,
+                "transactions are not supported",
+            ));
+        }
+        if batch.producer_id >= 0 {
+            // Accepting an idempotent batch without checking its sequence could duplicate it.
+            return Some(failed(
+                ResponseError::UnknownProducerId,
+                "idempotent produce is not supported",
+            ));
+        }
+    }
+    None
+}
+
+fn max_message_bytes(topic: &Topic) -> usize {
+    topic_config::definition(topic_config::MAX_MESSAGE_BYTES)
+        .map(|def| topic_config::effective(&topic.record.configs, def).0)
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1_048_588)
+}
+
+async fn complete(broker: &Broker, index: i32, outcome: Submitted) -> PartitionProduceResponse {
+    let response = PartitionProduceResponse::default()
+        .with_index(index)
+        .with_log_append_time_ms(-1)
+        .with_log_start_offset(-1);
+    match outcome {
+        Submitted::Failed { error, message } => response
+            .with_error_code(error.code())
+            .with_base_offset(-1)
+            .with_error_message(message.map(StrBytes::from_string)),
+        Submitted::Pending { pending, stream } => match pending.wait().await {
+            Ok(appended) => {
+                let log_start_offset = broker
+                    .storage
+                    .bounds(&stream)
+                    .await
+                    .map_or(-1, |b| b.log_start_offset as i64);
+                response
+                    .with_base_offset(appended.base_offset as i64)
+                    .with_log_start_offset(log_start_offset)
+            }
+            Err(e) => {
+                tracing::warn!(stream, error = %e, "produce failed");
+                response
+                    .with_error_code(produce_error(&e).code())
+                    .with_base_offset(-1)
+                    .with_error_message(Some(StrBytes::from_string(e.to_string())))
+            }
+        },
+    }
+}

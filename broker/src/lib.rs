@@ -1,0 +1,14 @@
+//! The `broker` binary's library: configuration, network server, request handlers, topics.
+
+pub mod app;
+pub mod catalog;
+pub mod config;
+pub mod connection;
+pub mod context;
+pub mod fetch_session;
+pub mod groups;
+pub mod handlers;
+pub mod sequencer;
+pub mod server;
+pub mod storage_errors;
+pub mod topic_config;

@@ -1,0 +1,69 @@
+//! `broker`: a diskless Kafka broker. See `broker --help`.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use broker::config::{Config, ConfigError};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .init();
+    let config = match Config::load() {
+        Ok(config) => config,
+        Err(ConfigError::Cli(e)) => e.exit(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(config))
+}
+
+async fn run(config: Config) -> ExitCode {
+    let running = match broker::app::start(config).await {
+        Ok(running) => running,
+        Err(e) => {
+            tracing::error!(error = %e, "broker failed to start");
+            return ExitCode::FAILURE;
+        }
+    };
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    running.shutdown().await;
+    ExitCode::SUCCESS
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            tracing::warn!("cannot install signal handlers; stopping on ctrl-c only");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The Kafka listener: accepts connections (at most `max_connections` at once) and, on
+//! shutdown, stops accepting, lets every connection finish the requests it has read, then
+//! returns.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::connection;
+use crate::context::Broker;
+
+pub async fn run(listener: TcpListener, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+    let slots = Arc::new(Semaphore::new(broker.config.max_connections));
+    let mut connections = JoinSet::new();
+    loop {
+        // Waiting for a slot before accepting leaves extra clients in the kernel's backlog.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot,
+            _ = shutdown.changed() => break,
+        };
+        let Ok(slot) = slot else { break };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => break,
+        };
+        // Reap finished connections so the set does not grow with the connection history.
+        while connections.try_join_next().is_some() {}
+        match accepted {
+            Ok((stream, peer)) => {
+                tracing::debug!(%peer, "connection accepted");
+                let broker = broker.clone();
+                let shutdown = shutdown.clone();
+                connections.spawn(async move {
+                    let _slot = slot;
+                    connection::serve(stream, peer, broker, shutdown).await;
+                    tracing::debug!(%peer, "connection closed");
+                });
+            }
+            Err(error) => {
+                // Usually EMFILE: back off instead of spinning.
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    drop(listener);
+    let open = connections.len();
+    tracing::info!(open, "listener closed, finishing in-flight requests");
+    let timeout = Duration::from_millis(broker.config.shutdown_timeout_ms);
+    let drained = tokio::time::timeout(timeout, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            remaining = connections.len(),
+            "shutdown timeout: aborting connections"
+        );
+        connections.shutdown().await;
+    }
+}

@@ -1,0 +1,133 @@
+//! Test harness: an in-process broker on a free loopback port with its own data directory, and
+//! a minimal Kafka client speaking the protocol through `protocol::codec`.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use broker::app::{self, Running};
+use broker::config::Config;
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::protocol::StrBytes;
+use protocol::codec;
+use protocol::frame;
+use tempfile::TempDir;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+pub struct TestBroker {
+    pub running: Running,
+    pub dir: TempDir,
+}
+
+impl TestBroker {
+    pub async fn start(extra_args: &[&str]) -> TestBroker {
+        let dir = tempfile::tempdir().unwrap();
+        let running = start_in(&dir, extra_args).await;
+        TestBroker { running, dir }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.running.local_addr
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(self.addr()).await
+    }
+
+    /// Stops the broker and starts a new one on the same data directory.
+    pub async fn restart(self, extra_args: &[&str]) -> TestBroker {
+        let TestBroker { running, dir } = self;
+        running.shutdown().await;
+        let running = start_in(&dir, extra_args).await;
+        TestBroker { running, dir }
+    }
+}
+
+async fn start_in(dir: &TempDir, extra_args: &[&str]) -> Running {
+    let data_dir = dir.path().to_str().unwrap().to_string();
+    let mut args = vec!["broker", "--listen", "127.0.0.1:0", "--data-dir", &data_dir];
+    args.extend_from_slice(extra_args);
+    let config = Config::load_from(args).unwrap();
+    app::start(config).await.unwrap()
+}
+
+pub struct Client {
+    pub stream: TcpStream,
+    next_correlation_id: i32,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr) -> Client {
+        Client {
+            stream: TcpStream::connect(addr).await.unwrap(),
+            next_correlation_id: 1,
+        }
+    }
+
+    pub fn header(&mut self, api_key: ApiKey, version: i16) -> RequestHeader {
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        RequestHeader::default()
+            .with_request_api_key(api_key as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("broker-tests")))
+    }
+
+    /// Sends a request and returns the response body, checking the correlation id.
+    pub async fn call(
+        &mut self,
+        api_key: ApiKey,
+        version: i16,
+        body: impl Into<RequestKind>,
+    ) -> ResponseKind {
+        let header = self.header(api_key, version);
+        let correlation_id = header.correlation_id;
+        let frame = codec::encode_request(&header, &body.into()).unwrap();
+        self.stream.write_all(&frame).await.unwrap();
+        let response = self
+            .read_raw()
+            .await
+            .expect("connection closed instead of answering");
+        let (header, body) = codec::decode_response(api_key, version, response).unwrap();
+        assert_eq!(header.correlation_id, correlation_id);
+        body
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
+    /// The next response frame, or `None` once the broker closed the connection.
+    pub async fn read_raw(&mut self) -> Option<Bytes> {
+        let read = tokio::time::timeout(
+            Duration::from_secs(10),
+            frame::read_frame(&mut self.stream, 64 << 20),
+        )
+        .await
+        .expect("no response within 10 s");
+        read.ok().flatten()
+    }
+}
+
+/// Unwraps a response of the expected kind.
+#[macro_export]
+macro_rules! expect_kind {
+    ($response:expr, $kind:ident) => {
+        match $response {
+            kafka_protocol::messages::ResponseKind::$kind(body) => body,
+            other => panic!("expected {} response, got {:?}", stringify!($kind), other),
+        }
+    };
+}
+
+pub fn name(value: &str) -> kafka_protocol::messages::TopicName {
+    kafka_protocol::messages::TopicName(StrBytes::from_string(value.to_string()))
+}
+
+pub fn s(value: &str) -> StrBytes {
+    StrBytes::from_string(value.to_string())
+}

@@ -1,0 +1,125 @@
+//! Kafka framing: every request and response is a big-endian `i32` length followed by that many
+//! bytes. The length is checked against a limit before anything is allocated, so a peer cannot
+//! make us reserve memory by announcing a huge frame.
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Kafka's default `socket.request.max.bytes` (100 MiB).
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 100 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The announced length is negative or above the limit; the connection must be closed
+    /// because the stream cannot be resynchronised.
+    #[error("frame of {size_bytes} bytes exceeds the limit of {max_bytes} bytes")]
+    TooLarge { size_bytes: i64, max_bytes: usize },
+    /// The peer closed the connection in the middle of a frame.
+    #[error("connection closed inside a frame")]
+    Truncated,
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads one frame. `Ok(None)` means the peer closed the connection cleanly between frames.
+pub async fn read_frame<R>(
+    reader: &mut R,
+    max_frame_bytes: usize,
+) -> Result<Option<Bytes>, FrameError>
+where
+    R: AsyncRead + Unpin,
+{
+    let mut len_buf = [0u8; 4];
+    let mut filled = 0;
+    while filled < len_buf.len() {
+        let n = reader.read(&mut len_buf[filled..]).await?;
+        if n == 0 {
+            return if filled == 0 {
+                Ok(None)
+            } else {
+                Err(FrameError::Truncated)
+            };
+        }
+        filled += n;
+    }
+    let size = i32::from_be_bytes(len_buf);
+    let size_bytes = usize::try_from(size).map_err(|_| FrameError::TooLarge {
+        size_bytes: i64::from(size),
+        max_bytes: max_frame_bytes,
+    })?;
+    if size_bytes > max_frame_bytes {
+        return Err(FrameError::TooLarge {
+            size_bytes: i64::from(size),
+            max_bytes: max_frame_bytes,
+        });
+    }
+    let mut body = BytesMut::zeroed(size_bytes);
+    match reader.read_exact(&mut body).await {
+        Ok(_) => Ok(Some(body.freeze())),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(FrameError::Truncated),
+        Err(e) => Err(FrameError::Io(e)),
+    }
+}
+
+/// Writes `frame`, which must already start with its 4-byte length prefix (see
+/// [`crate::codec::encode_response`]).
+pub async fn write_frame<W>(writer: &mut W, frame: &[u8]) -> Result<(), FrameError>
+where
+    W: AsyncWrite + Unpin,
+{
+    debug_assert!(frame.len() >= 4, "a frame carries its length prefix");
+    writer.write_all(frame).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn reads_consecutive_frames_then_clean_end() {
+        let mut input: &[u8] = &[0, 0, 0, 2, 7, 8, 0, 0, 0, 0];
+        assert_eq!(
+            read_frame(&mut input, 16).await.unwrap().unwrap().as_ref(),
+            &[7, 8]
+        );
+        assert_eq!(read_frame(&mut input, 16).await.unwrap().unwrap().len(), 0);
+        assert!(read_frame(&mut input, 16).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn oversized_frame_is_rejected_before_reading_it() {
+        let mut input: &[u8] = &[0, 0, 1, 0];
+        let err = read_frame(&mut input, 255).await.unwrap_err();
+        assert!(matches!(
+            err,
+            FrameError::TooLarge {
+                size_bytes: 256,
+                max_bytes: 255
+            }
+        ));
+    }
+
+    #[tokio::test]
+    async fn negative_length_is_rejected() {
+        let mut input: &[u8] = &[0xff, 0xff, 0xff, 0xff];
+        assert!(matches!(
+            read_frame(&mut input, 255).await,
+            Err(FrameError::TooLarge { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn truncated_length_or_body_is_an_error() {
+        let mut input: &[u8] = &[0, 0];
+        assert!(matches!(
+            read_frame(&mut input, 16).await,
+            Err(FrameError::Truncated)
+        ));
+        let mut input: &[u8] = &[0, 0, 0, 3, 1];
+        assert!(matches!(
+            read_frame(&mut input, 16).await,
+            Err(FrameError::Truncated)
+        ));
+    }
+}

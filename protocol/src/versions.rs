@@ -1,0 +1,81 @@
+//! The one table of API versions this broker serves. Only versions exercised by a test belong
+//! here: `broker/tests/` round-trips every listed version of every listed API.
+
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::ApiKey;
+
+/// `(api, min_version, max_version)`, inclusive.
+pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::DescribeGroups, 0, 6),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
+];
+
+/// The inclusive version range served for `api_key`, if the API is served at all.
+pub fn supported_range(api_key: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED_APIS
+        .iter()
+        .find(|(key, _, _)| *key == api_key)
+        .map(|&(_, min, max)| (min, max))
+}
+
+pub fn is_supported(api_key: ApiKey, version: i16) -> bool {
+    supported_range(api_key).is_some_and(|(min, max)| (min..=max).contains(&version))
+}
+
+/// The table as an ApiVersions response lists it.
+pub fn api_versions_table() -> Vec<ApiVersion> {
+    SUPPORTED_APIS
+        .iter()
+        .map(|&(key, min, max)| {
+            ApiVersion::default()
+                .with_api_key(key as i16)
+                .with_min_version(min)
+                .with_max_version(max)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_range_is_within_what_the_codec_supports() {
+        for &(key, min, max) in SUPPORTED_APIS {
+            let valid = key.valid_versions();
+            assert!(min <= max, "{key:?}");
+            assert!(
+                min >= valid.min && max <= valid.max,
+                "{key:?} {min}..={max} vs {valid:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unlisted_api_is_not_supported() {
+        assert!(!is_supported(ApiKey::SaslHandshake, 0));
+        assert!(is_supported(ApiKey::ApiVersions, 3));
+        assert!(!is_supported(ApiKey::ApiVersions, 5));
+    }
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what the end-to-end suite (tests/e2e) needs. Idempotent and quick when already done:
+# Debian's kcat, a Python venv at ./.venv (created only if missing, never deleted; others add
+# packages to it), the Java client program, the Go client programs, and the reference Kafka jars.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN="$ROOT/tests/.work/bin"
+mkdir -p "$BIN"
+
+# Debian's kcat on purpose: its librdkafka 2.0.2 is the strict parser real users still run.
+if ! command -v kcat >/dev/null 2>&1; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat
+fi
+
+if [ ! -x "$ROOT/.venv/bin/python" ]; then
+  python3 -m venv "$ROOT/.venv"
+fi
+if ! "$ROOT/.venv/bin/python" -c 'import pytest, confluent_kafka, kafka, aiokafka, lz4, snappy, zstandard, cramjam' 2>/dev/null; then
+  "$ROOT/.venv/bin/pip" install -q pytest confluent-kafka kafka-python aiokafka lz4 python-snappy zstandard cramjam
+fi
+
+# Rebuild a program only when one of its sources is newer than the built artifact.
+stale() { # stale ARTIFACT SOURCE_DIR
+  [ ! -e "$1" ] || [ -n "$(find "$2" -newer "$1" -type f \( -name '*.go' -o -name 'go.*' -o -name '*.java' -o -name 'pom.xml' \) -print -quit)" ]
+}
+
+JAVA_DIR="$ROOT/tests/clients/java"
+if stale "$JAVA_DIR/target/e2e-client.jar" "$JAVA_DIR"; then
+  mvn -q -B -Dstyle.color=never -f "$JAVA_DIR/pom.xml" package
+fi
+
+for prog in franz sarama; do
+  if stale "$BIN/$prog" "$ROOT/tests/clients/$prog"; then
+    (cd "$ROOT/tests/clients/$prog" && go build -o "$BIN/$prog" .)
+  fi
+done
+
+"$ROOT/scripts/kafka-reference.sh" install

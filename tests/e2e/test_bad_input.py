@@ -1,0 +1,97 @@
+"""Malformed input on one connection must never hurt the broker: it answers with an error or closes
+that connection, keeps serving other clients, and its memory does not grow without bound."""
+
+import socket
+import struct
+
+import pytest
+
+import wire
+
+CLOSE_WAIT_S = 10
+ROUNDS_FOR_RSS = 300
+
+
+def closed_or_error_within(sock: socket.socket, timeout_s: float = CLOSE_WAIT_S) -> str:
+    """'closed' if the broker closed the connection, 'answered' if it sent a frame back."""
+    sock.settimeout(timeout_s)
+    try:
+        return "closed" if wire.read_frame(sock) is None else "answered"
+    except socket.timeout:
+        return "timeout"
+
+
+def test_broker_answers_api_versions_on_a_fresh_connection(broker):
+    assert wire.api_versions_ok(broker.bootstrap)
+
+
+def test_truncated_frame_does_not_block_other_clients(broker):
+    with wire.connect(broker.bootstrap) as s:
+        s.sendall(struct.pack(">i", 100) + b"\x00\x12\x00\x00")  # promises 100 bytes, sends 4
+        assert wire.api_versions_ok(broker.bootstrap)
+        s.shutdown(socket.SHUT_WR)
+        assert closed_or_error_within(s) in ("closed", "answered")
+    assert wire.api_versions_ok(broker.bootstrap)
+
+
+@pytest.mark.parametrize("length", [0x7FFFFFFF, 1 << 30, -1])
+def test_oversized_or_negative_length_prefix_closes_the_connection(broker, length):
+    with wire.connect(broker.bootstrap) as s:
+        s.sendall(struct.pack(">i", length) + b"\x00" * 64)
+        assert closed_or_error_within(s) == "closed"
+    assert wire.api_versions_ok(broker.bootstrap)
+
+
+def test_garbage_after_a_valid_header_is_refused(broker):
+    body = struct.pack(">i", 1_000_000) + b"\xff" * 20  # Metadata v4: a topic array that is not there
+    with wire.connect(broker.bootstrap) as s:
+        s.sendall(wire.frame(wire.request_header(wire.API_METADATA, 4, 11) + body))
+        assert closed_or_error_within(s) in ("closed", "answered")
+    assert wire.api_versions_ok(broker.bootstrap)
+
+
+def test_unknown_api_key_is_refused(broker):
+    with wire.connect(broker.bootstrap) as s:
+        s.sendall(wire.frame(wire.request_header(9999, 0, 12)))
+        assert closed_or_error_within(s) in ("closed", "answered")
+    assert wire.api_versions_ok(broker.bootstrap)
+
+
+def test_produce_with_bad_crc_is_rejected_and_a_good_one_accepted(broker, new_topic):
+    topic = new_topic()
+    with wire.connect(broker.bootstrap) as s:
+        s.sendall(wire.produce_request(topic, wire.record_batch(b"good"), 21))
+        resp = wire.read_frame(s)
+        assert resp is not None and struct.unpack_from(">i", resp)[0] == 21
+        assert wire.produce_error_code(resp) == 0, "a well-formed produce must succeed"
+    with wire.connect(broker.bootstrap) as s:
+        s.sendall(wire.produce_request(topic, wire.record_batch(b"evil", corrupt_crc=True), 22))
+        resp = wire.read_frame(s)
+        if resp is not None:
+            assert struct.unpack_from(">i", resp)[0] == 22
+            assert wire.produce_error_code(resp) == 2, "expected CORRUPT_MESSAGE (2)"
+    assert wire.api_versions_ok(broker.bootstrap)
+
+
+def test_rss_stays_bounded_under_repeated_bad_input(broker, target):
+    def abuse():
+        for i in range(ROUNDS_FOR_RSS):
+            with wire.connect(broker.bootstrap) as s:
+                if i % 3 == 0:
+                    s.sendall(struct.pack(">i", 0x7FFFFFFF) + b"\x00" * 1024)
+                elif i % 3 == 1:
+                    s.sendall(wire.frame(wire.request_header(9999, 0, i)))
+                else:
+                    # 64 MiB promised, 8 KiB sent, then the client goes away: the buffer must be freed.
+                    s.sendall(struct.pack(">i", 64 << 20) + b"\x01" * 8192)
+                    continue
+                closed_or_error_within(s, 2)
+
+    abuse()  # warm up: allocator pools, JIT, buffers
+    before = broker.rss_bytes()
+    abuse()
+    growth = broker.rss_bytes() - before
+    # A JVM grows its heap lazily, so Kafka gets more slack than our broker.
+    limit = (256 if target == "kafka" else 32) << 20
+    assert growth < limit, f"RSS grew by {growth >> 20} MiB over {ROUNDS_FOR_RSS} bad connections"
+    assert wire.api_versions_ok(broker.bootstrap)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly what CI runs (.ci/run calls this). It installs what the tests
+# need, and every test harness starts and stops the servers it uses (Oxia, moto, brokers).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
+started=$(date +%s)
+step() { echo; echo "==> $* ($(( $(date +%s) - started ))s)"; }
+
+step "installing build and test dependencies"
+scripts/install-deps.sh
+OXIA_BIN="$(scripts/install-oxia.sh | tail -n 1)"
+export OXIA_BIN
+scripts/install-s3.sh
+export MOTO_SERVER_BIN="$PWD/.venv/bin/moto_server"
+scripts/install-test-deps.sh
+
+step "format and lint"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "rust unit, conformance and integration tests"
+cargo test --workspace --locked
+
+step "end-to-end tests with real clients against real broker processes"
+cargo build -p broker --locked
+export BROKER_BIN="$PWD/target/debug/broker"
+.venv/bin/python -m pytest tests/e2e -q -p no:cacheprovider
+
+step "all tests passed"
