@@ -119,6 +119,19 @@ async fn metadata_auto_creates_topics_at_every_version() {
     let mut client = broker.client().await;
     for version in versions(ApiKey::Metadata) {
         let topic = format!("auto-v{version}");
+        // As with Kafka, the request that creates the topic is told to retry...
+        let creating = expect_kind!(
+            client
+                .call(ApiKey::Metadata, version, metadata_for(&[&topic], true))
+                .await,
+            Metadata
+        );
+        assert_eq!(
+            creating.topics[0].error_code,
+            ResponseError::LeaderNotAvailable.code(),
+            "v{version}"
+        );
+        // ...and the next one describes it.
         let response = expect_kind!(
             client
                 .call(ApiKey::Metadata, version, metadata_for(&[&topic], true))

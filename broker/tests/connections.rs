@@ -109,13 +109,6 @@ async fn truncated_frame_and_garbage_after_a_header_close_the_connection() {
         .await;
     assert_closed(&mut garbage).await;
 
-    // Valid ApiVersions v0 with trailing garbage.
-    let mut trailing = broker.client().await;
-    let mut frame = API_VERSIONS_V0.to_vec();
-    frame[3] += 3;
-    frame.extend_from_slice(b"xyz");
-    trailing.send_raw(&frame).await;
-    assert_closed(&mut trailing).await;
     assert_still_serving(&broker).await;
 }
 

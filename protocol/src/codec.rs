@@ -1,5 +1,6 @@
 //! Request and response codecs on top of `kafka-protocol`: header versions per API version,
-//! the ApiVersions special cases, and strict body decoding (trailing bytes are an error).
+//! the ApiVersions special cases. Bytes after a request body are ignored, as Apache Kafka does:
+//! librdkafka 2.16 sends three extra bytes after some Metadata v12 bodies.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
@@ -95,7 +96,12 @@ pub fn decode_request(mut frame: Bytes) -> Result<Request, RequestError> {
     let body = RequestKind::decode(api_key, &mut frame, version)
         .map_err(|e| body_error(format!("{e:#}")))?;
     if frame.has_remaining() {
-        return Err(body_error(format!("{} trailing bytes", frame.remaining())));
+        tracing::debug!(
+            ?api_key,
+            version,
+            trailing_bytes = frame.remaining(),
+            "ignoring bytes after request body"
+        );
     }
     Ok(Request {
         api_key,
@@ -195,6 +201,19 @@ fn finish_frame(mut buf: BytesMut) -> Result<Bytes, EncodeError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn librdkafka_metadata_v12_with_bytes_after_the_body_decodes() {
+        // Captured from confluent-kafka 2.16 (librdkafka 2.16): three bytes follow the body.
+        let hex = "0003000c000000030001780000000000010000";
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        let request = decode_request(Bytes::from(bytes)).unwrap();
+        assert_eq!(request.api_key, ApiKey::Metadata);
+        assert_eq!(request.version(), 12);
+    }
     use super::*;
     use kafka_protocol::messages::{ApiVersionsRequest, MetadataRequest};
     use kafka_protocol::protocol::StrBytes;
@@ -258,15 +277,13 @@ mod tests {
     }
 
     #[test]
-    fn trailing_garbage_after_body_is_rejected() {
+    fn bytes_after_a_request_body_are_ignored_as_kafka_does() {
         let body = RequestKind::Metadata(MetadataRequest::default());
         let frame = encode_request(&header(ApiKey::Metadata, 4), &body).unwrap();
         let mut bytes = BytesMut::from(&frame[4..]);
         bytes.put_slice(b"garbage");
-        assert!(matches!(
-            decode_request(bytes.freeze()),
-            Err(RequestError::Body { .. })
-        ));
+        let request = decode_request(bytes.freeze()).unwrap();
+        assert_eq!(request.body, body);
     }
 
     #[test]
