@@ -118,7 +118,10 @@ async fn by_name(
     }
     let partitions = broker.config.default_partitions;
     match create_topics::create_topic(broker, name, partitions, Default::default()).await {
-        Ok(topic) => describe(broker, &topic, include_ops),
+        // As Kafka does: the request that triggers creation learns the topic is coming
+        // (retriable), the next one describes it. Clients retry; admin clients polling for a
+        // deleted topic while another client auto-creates it see "not there yet", as with Kafka.
+        Ok(_) => error(ResponseError::LeaderNotAvailable),
         Err((ResponseError::TopicAlreadyExists, _)) => match broker.catalog.get(name) {
             Some(topic) => describe(broker, &topic, include_ops),
             None => error(ResponseError::LeaderNotAvailable),
