@@ -91,13 +91,13 @@ class KcatDriver(Driver):
         for r in records:
             # -K: "key<TAB>value"; no TAB means a null key, and with -Z an empty value is null.
             cmd = self._base("-P", "-t", topic, "-p", str(r.get("partition", 0)), "-Z", "-K", "\\t",
-                             "-X", f"compression.codec={codec}", "-X", "acks=all")
+                             "-X", f"compression.codec={codec}", "-X", "acks=all", "-X", "message.timeout.ms=15000")
             for k, v in r.get("headers") or []:
                 cmd += ["-H", f"{k}={v}"]
             key, value = r.get("key"), r.get("value") or ""
             line = value if key is None else f"{key}\t{value}"
             assert r.get("value") is not None or key is not None, "kcat cannot send a null key with a null value"
-            p = subprocess.run(cmd, input=line + "\n", capture_output=True, text=True, timeout=60)
+            p = subprocess.run(cmd, input=line + "\n", capture_output=True, text=True, timeout=30)
             if p.returncode != 0:
                 raise ClientError(f"kcat produce: {p.stderr[-2000:]}")
         return [None] * len(records)
