@@ -152,11 +152,18 @@ impl OxiaHarness {
 #[async_trait::async_trait]
 impl MetaHarness for OxiaHarness {
     async fn open(&self, _name: &str, options: MetaOptions) -> Arc<dyn MetaStore> {
-        Arc::new(
-            OxiaMetaStore::open(&self.server.oxia_address(), &options)
-                .await
-                .unwrap(),
-        )
+        // Many servers start at once on a loaded machine: connecting is not what the suite
+        // tests, so a slow first connection is retried within a deadline.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match OxiaMetaStore::open(&self.server.oxia_address(), &options).await {
+                Ok(store) => return Arc::new(store),
+                Err(e) if e.is_retriable() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("cannot open oxia: {e}"),
+            }
+        }
     }
 }
 
