@@ -9,16 +9,20 @@ BIN="$ROOT/tests/.work/bin"
 mkdir -p "$BIN"
 
 # Debian's kcat on purpose: its librdkafka 2.0.2 is the strict parser real users still run.
-if ! command -v kcat >/dev/null 2>&1; then
+# docker-compose (Debian's 1.29) only validates docker-compose.yml offline; no engine is needed.
+need=()
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
+if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
 if [ ! -x "$ROOT/.venv/bin/python" ]; then
   python3 -m venv "$ROOT/.venv"
 fi
-if ! "$ROOT/.venv/bin/python" -c 'import pytest, confluent_kafka, kafka, aiokafka, lz4, snappy, zstandard, cramjam' 2>/dev/null; then
-  "$ROOT/.venv/bin/pip" install -q pytest confluent-kafka kafka-python aiokafka lz4 python-snappy zstandard cramjam
+if ! "$ROOT/.venv/bin/python" -c 'import pytest, confluent_kafka, kafka, aiokafka, lz4, snappy, zstandard, cramjam, duckdb, pyarrow' 2>/dev/null; then
+  "$ROOT/.venv/bin/pip" install -q pytest confluent-kafka kafka-python aiokafka lz4 python-snappy zstandard cramjam duckdb pyarrow
 fi
 
 # Rebuild a program only when one of its sources is newer than the built artifact.

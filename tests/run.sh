@@ -23,8 +23,8 @@ step "rust unit, conformance and integration tests"
 cargo test --workspace --locked
 
 step "end-to-end tests with real clients against real broker processes"
-cargo build -p broker --locked
-export BROKER_BIN="$PWD/target/debug/broker"
+cargo build -p broker -p compactor --locked
+export BROKER_BIN="$PWD/target/debug/broker" COMPACTOR_BIN="$PWD/target/debug/compactor"
 .venv/bin/python -m pytest tests/e2e -q -p no:cacheprovider
 
 step "all tests passed"

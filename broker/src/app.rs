@@ -22,6 +22,9 @@ const FETCH_SESSIONS_MAX: usize = 1000;
 
 const CLUSTER_ID_KEY: &str = "cluster/id";
 
+/// How often the live-broker view is rescanned besides notifications.
+const MEMBERSHIP_REFRESH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
@@ -47,14 +50,19 @@ pub struct Running {
     pub broker: Arc<Broker>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<()>,
+    /// The in-process compactor, when `--compaction` is on.
+    compaction: Option<JoinHandle<()>>,
     index_meta: Arc<dyn MetaStore>,
     coordination_meta: Arc<dyn MetaStore>,
+    objects: Arc<storage::objects::CountingObjectStore>,
 }
 
 pub async fn start(config: Config) -> Result<Running, StartError> {
     let object_url = config.object_store_url()?;
+    let compactor_config = config.compaction.then(|| config.compactor_config());
     let objects =
         storage::objects::open(&object_url).map_err(|e| StartError::ObjectStore(e.to_string()))?;
+    let objects = Arc::new(storage::objects::CountingObjectStore::new(objects));
     // Two handles, as in the seed system: the index is high-volume and needs no notifications,
     // coordination (topics, groups) does.
     let index_meta = open_meta_store(
@@ -70,7 +78,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         open_meta_store(&config.metastore, &config.data_dir, MetaOptions::default()).await?;
     let cluster_id = cluster_id(coordination_meta.as_ref()).await?;
     let catalog = Catalog::open(coordination_meta.clone()).await?;
-    let storage = storage::Storage::open(config.storage_config(), objects, index_meta.clone());
+    let storage =
+        storage::Storage::open(config.storage_config(), objects.clone(), index_meta.clone());
     let groups = crate::groups::GroupCoordinator::open(
         coordination_meta.clone(),
         crate::groups::GroupConfig::from_config(&config),
@@ -110,6 +119,18 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         endpoint,
         rack: config.rack.clone(),
     };
+    let me = crate::cluster::Member {
+        broker_id: node.broker_id,
+        host: node.endpoint.host.clone(),
+        port: node.endpoint.port,
+        rack: node.rack.clone(),
+    };
+    let membership = crate::cluster::Membership::start(
+        coordination_meta.clone(),
+        me,
+        MEMBERSHIP_REFRESH_INTERVAL,
+    )
+    .await?;
     tracing::info!(%local_addr, advertised = ?node.endpoint, broker_id = node.broker_id, %cluster_id, objects = %object_url, metastore = %config.metastore, "broker listening");
     let broker = Arc::new(Broker {
         config,
@@ -119,29 +140,57 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         storage,
         fetch_sessions: crate::fetch_session::FetchSessions::new(FETCH_SESSIONS_MAX),
         groups,
+        membership,
+        producers: crate::producers::Producers::new(coordination_meta.clone()),
     });
     let (shutdown, shutdown_rx) = watch::channel(false);
+    let compaction = compactor_config.map(|compactor_config| {
+        let compactor = compactor::Compactor::new(
+            objects.clone(),
+            index_meta.clone(),
+            coordination_meta.clone(),
+            compactor_config,
+        );
+        let mut stop = shutdown_rx.clone();
+        tokio::spawn(async move {
+            compactor
+                .run(async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
+                .await
+        })
+    });
     let server = tokio::spawn(server::run(listener, broker.clone(), shutdown_rx));
     Ok(Running {
         local_addr,
         broker,
         shutdown,
         server,
+        compaction,
         index_meta,
         coordination_meta,
+        objects,
     })
 }
 
 impl Running {
     /// Stops accepting, finishes in-flight requests, flushes storage, closes the stores.
     pub async fn shutdown(self) {
+        // Leave the cluster first, so that other brokers stop naming this one at once.
+        self.broker.membership.deregister().await;
         let _ = self.shutdown.send(true);
         // Pending JoinGroup/SyncGroup answers would otherwise hold the server open.
         self.broker.groups.shutdown().await;
         if let Err(error) = self.server.await {
             tracing::error!(%error, "server task failed");
         }
+        if let Some(compaction) = self.compaction {
+            if let Err(error) = compaction.await {
+                tracing::error!(%error, "compaction task failed");
+            }
+        }
         self.broker.storage.shutdown().await;
+        crate::stats::log_object_totals(&self.objects);
         for meta in [&self.coordination_meta, &self.index_meta] {
             if let Err(error) = meta.close().await {
                 tracing::warn!(%error, "closing metadata store failed");

@@ -82,7 +82,7 @@ pub struct Config {
     pub write_buffer_flush_interval_ms: Option<u64>,
 
     /// Partition streams packed into one WAL object at most.
-    #[arg(long, env = "BROKER_WRITE_BUFFER_MAX_STREAMS", default_value_t = 4)]
+    #[arg(long, env = "BROKER_WRITE_BUFFER_MAX_STREAMS", default_value_t = 256)]
     pub write_buffer_max_streams: usize,
 
     /// Bytes accepted but not yet durable; past it produce requests are refused (retriable).
@@ -112,6 +112,27 @@ pub struct Config {
         default_value_t = 6000
     )]
     pub group_min_session_timeout_ms: i32,
+
+    /// Run the compactor (WAL -> Parquet, reclamation) inside this process; clusters run the
+    /// separate `compactor` binary instead.
+    #[arg(long, env = "BROKER_COMPACTION", default_value_t = true, action = clap::ArgAction::Set)]
+    pub compaction: bool,
+
+    /// Age of the oldest uncompacted entry after which a stream range is compacted.
+    #[arg(long, env = "BROKER_COMPACTION_MIN_AGE_MS", default_value_t = 60_000)]
+    pub compaction_min_age_ms: u64,
+
+    /// Wait between marking an unreferenced WAL object and deleting it.
+    #[arg(
+        long,
+        env = "BROKER_COMPACTION_GRACE_PERIOD_MS",
+        default_value_t = 60_000
+    )]
+    pub compaction_grace_period_ms: u64,
+
+    /// Pause between compaction passes.
+    #[arg(long, env = "BROKER_COMPACTION_INTERVAL_MS", default_value_t = 10_000)]
+    pub compaction_interval_ms: u64,
 
     /// Longest wait for in-flight requests on shutdown.
     #[arg(long, env = "BROKER_SHUTDOWN_TIMEOUT_MS", default_value_t = 30_000)]
@@ -288,6 +309,16 @@ impl Config {
             10
         } else {
             250
+        }
+    }
+
+    /// Settings of the in-process compactor.
+    pub fn compactor_config(&self) -> compactor::CompactorConfig {
+        compactor::CompactorConfig {
+            min_age_ms: self.compaction_min_age_ms,
+            grace_period_ms: self.compaction_grace_period_ms,
+            interval_ms: self.compaction_interval_ms,
+            ..compactor::CompactorConfig::default()
         }
     }
 

@@ -23,4 +23,8 @@ pub struct Broker {
     pub fetch_sessions: crate::fetch_session::FetchSessions,
     /// The classic consumer group coordinator and committed offsets.
     pub groups: Arc<crate::groups::GroupCoordinator>,
+    /// Producer ids and per-partition idempotence state.
+    pub producers: crate::producers::Producers,
+    /// The live brokers, for partition leaders and group coordinators.
+    pub membership: Arc<crate::cluster::Membership>,
 }

@@ -2,13 +2,16 @@
 
 pub mod app;
 pub mod catalog;
+pub mod cluster;
 pub mod config;
 pub mod connection;
 pub mod context;
 pub mod fetch_session;
 pub mod groups;
 pub mod handlers;
+pub mod producers;
 pub mod sequencer;
 pub mod server;
+pub mod stats;
 pub mod storage_errors;
 pub mod topic_config;

@@ -109,6 +109,15 @@ async fn truncated_frame_and_garbage_after_a_header_close_the_connection() {
         .await;
     assert_closed(&mut garbage).await;
 
+    // A valid ApiVersions v0 followed by extra bytes is answered, as Kafka does.
+    let mut trailing = broker.client().await;
+    let mut frame = API_VERSIONS_V0.to_vec();
+    frame[3] += 3;
+    frame.extend_from_slice(b"xyz");
+    trailing.send_raw(&frame).await;
+    let answer = trailing.read_raw().await.expect("an ApiVersions response");
+    assert_eq!(&answer[..4], &[0, 0, 0, 9], "correlation id of the request");
+
     assert_still_serving(&broker).await;
 }
 

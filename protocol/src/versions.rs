@@ -29,6 +29,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::InitProducerId, 0, 5),
 ];
 
 /// The inclusive version range served for `api_key`, if the API is served at all.

@@ -4,6 +4,7 @@
 //! with per-batch metadata ([`BatchMeta`]).
 
 pub mod cache;
+pub mod compacted;
 pub mod config;
 pub mod error;
 pub mod index;
@@ -15,5 +16,5 @@ pub mod wal;
 
 pub use config::StorageConfig;
 pub use error::StorageError;
-pub use index::{BatchMeta, FileType, IndexEntry};
+pub use index::{BatchMeta, FileType, IndexEntry, ProducerMeta};
 pub use log::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, Storage, StreamBounds};

@@ -20,6 +20,13 @@ use crate::wal::writer::{CommitListener, WalWriter};
 
 /// Index entries fetched from the MetaStore per lookup.
 const INDEX_PAGE_ENTRIES: usize = 64;
+/// Bytes of batches rebuilt from a compacted file per read (at least one batch).
+const COMPACTED_READ_BYTES: usize = 1 << 20;
+
+/// How stale a stream's bounds may get before a read at its end re-reads the index: other
+/// brokers' appends are only seen this way. Also the period of the poll that wakes long polls
+/// (one index lookup per watched stream per period).
+const BOUNDS_REFRESH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Offsets an append was given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +65,8 @@ struct StreamState {
     inner: Mutex<StreamInner>,
     /// Set once the bounds were read from the index; commits may create the state before.
     loaded: tokio::sync::OnceCell<()>,
+    /// When the bounds were last re-read from the index (see [`Storage::refresh_bounds`]).
+    refreshed_at: Mutex<Option<std::time::Instant>>,
 }
 
 struct StreamInner {
@@ -75,7 +84,19 @@ impl StreamState {
                 tail: VecDeque::new(),
             }),
             loaded: tokio::sync::OnceCell::new(),
+            refreshed_at: Mutex::new(None),
         }
+    }
+
+    /// Claims the next refresh if the last one is older than `interval`.
+    fn claim_refresh(&self, interval: Duration) -> bool {
+        let mut at = self.refreshed_at.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        if at.is_some_and(|t| now.duration_since(t) < interval) {
+            return false;
+        }
+        *at = Some(now);
+        true
     }
 
     /// Merges what the index says; every value only moves forward.
@@ -235,7 +256,7 @@ impl Storage {
             write_cache.clone(),
             on_commit,
         );
-        Arc::new(Storage {
+        let storage = Arc::new(Storage {
             read_cache: ReadCache::new(config.read_cache_bytes),
             config,
             objects,
@@ -243,7 +264,50 @@ impl Storage {
             writer,
             write_cache,
             streams,
-        })
+        });
+        tokio::spawn(poll_watched_streams(Arc::downgrade(&storage)));
+        storage
+    }
+
+    /// Re-reads the stream's newest index entry and trim point and merges them (bounds only
+    /// move forward), so appends committed by other brokers become readable here. Long polls
+    /// watching the stream wake if the high watermark advanced.
+    pub async fn refresh_bounds(&self, stream: &str) -> Result<StreamBounds, StorageError> {
+        let state = self.state(stream).await?;
+        *state.refreshed_at.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(std::time::Instant::now());
+        self.reload_bounds(stream, &state).await?;
+        Ok(state.bounds())
+    }
+
+    /// Like [`Storage::refresh_bounds`], unless the bounds were re-read less than
+    /// [`BOUNDS_REFRESH_INTERVAL`] ago.
+    async fn refresh_if_stale(
+        &self,
+        stream: &str,
+        state: &StreamState,
+    ) -> Result<StreamBounds, StorageError> {
+        if state.claim_refresh(BOUNDS_REFRESH_INTERVAL) {
+            self.reload_bounds(stream, state).await?;
+        }
+        Ok(state.bounds())
+    }
+
+    async fn reload_bounds(&self, stream: &str, state: &StreamState) -> Result<(), StorageError> {
+        let last = self.index.last(stream).await?;
+        let trim = self.index.trim_point(stream).await?;
+        state.merge_loaded(last, trim);
+        Ok(())
+    }
+
+    /// Streams someone is long-polling (a live `watch` receiver).
+    fn watched_streams(&self) -> Vec<(String, Arc<StreamState>)> {
+        self.streams
+            .lock()
+            .iter()
+            .filter(|(_, s)| s.high_watermark.receiver_count() > 0)
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .collect()
     }
 
     /// Appends one payload of whole batches to a stream; completes once durable and indexed.
@@ -277,7 +341,8 @@ impl Storage {
 
     /// The stream's log start offset and high watermark.
     pub async fn bounds(&self, stream: &str) -> Result<StreamBounds, StorageError> {
-        Ok(self.state(stream).await?.bounds())
+        let state = self.state(stream).await?;
+        self.refresh_if_stale(stream, &state).await
     }
 
     /// A receiver that changes whenever the stream's high watermark advances (for long polls).
@@ -294,7 +359,13 @@ impl Storage {
         max_bytes: usize,
     ) -> Result<ReadResult, StorageError> {
         let state = self.state(stream).await?;
-        let bounds = state.bounds();
+        let mut bounds = state.bounds();
+        // At or past the end this broker knows: another broker may have appended since.
+        if offset > bounds.high_watermark {
+            bounds = self.refresh_bounds(stream).await?;
+        } else if offset == bounds.high_watermark {
+            bounds = self.refresh_if_stale(stream, &state).await?;
+        }
         if offset < bounds.log_start_offset || offset > bounds.high_watermark {
             return Err(StorageError::OffsetOutOfRange {
                 offset,
@@ -306,7 +377,9 @@ impl Storage {
         let mut next = offset;
         let mut bytes = 0usize;
         'pages: while next < bounds.high_watermark && (chunks.is_empty() || bytes < max_bytes) {
-            let entries = match state.cached_from(next, INDEX_PAGE_ENTRIES) {
+            let cached = state.cached_from(next, INDEX_PAGE_ENTRIES);
+            let from_cache = cached.is_some();
+            let entries = match cached {
                 Some(entries) => entries,
                 None => {
                     self.index
@@ -323,7 +396,17 @@ impl Storage {
                         "index of {stream} has no entry for offset {next}"
                     )));
                 }
-                let chunk = self.read_entry(&located, next).await?;
+                let chunk = match self.read_entry(&located, next).await {
+                    // The compactor replaced this cached RAW entry and reclaimed its object:
+                    // forget the cached tail and ask the index again.
+                    Err(StorageError::ObjectStore(object_store::Error::NotFound { .. }))
+                        if from_cache =>
+                    {
+                        state.lock().tail.clear();
+                        continue 'pages;
+                    }
+                    other => other?,
+                };
                 bytes += chunk.bytes.len();
                 next = located.end_offset;
                 chunks.push(chunk);
@@ -380,6 +463,18 @@ impl Storage {
         })
         .await?;
         self.read_batch(best.map(|(l, p, _)| (l, p))).await
+    }
+
+    /// Up to `limit` index entries in offset order, from the one holding `offset` (for callers
+    /// that rebuild state from the log's batch metadata).
+    pub async fn entries_from(
+        &self,
+        stream: &str,
+        offset: u64,
+        limit: usize,
+    ) -> Result<Vec<LocatedEntry>, StorageError> {
+        validate_stream_id(stream)?;
+        self.index.entries_from(stream, offset, limit).await
     }
 
     /// Moves the log start offset forward (never past the high watermark, never backward).
@@ -492,6 +587,9 @@ impl Storage {
         located: &LocatedEntry,
         offset: u64,
     ) -> Result<ReadChunk, StorageError> {
+        if located.entry.file_type == FileType::Parquet {
+            return self.read_compacted(located, offset).await;
+        }
         let bytes = self.entry_bytes(located).await?;
         let mut base_offset = located.base_offset;
         let mut skip_bytes = 0usize;
@@ -514,6 +612,53 @@ impl Storage {
             base_offset,
             batches: located.entry.batches[first..].to_vec(),
             bytes: bytes.slice(skip_bytes..),
+        })
+    }
+
+    /// Rebuilds Kafka batches from a compacted file, from the batch holding `offset` on.
+    async fn read_compacted(
+        &self,
+        located: &LocatedEntry,
+        offset: u64,
+    ) -> Result<ReadChunk, StorageError> {
+        let entry = &located.entry;
+        let key = (entry.object_key.clone(), entry.byte_offset, entry.byte_len);
+        let file = match self.read_cache.get(&key) {
+            Some(file) => file,
+            None => {
+                let path = Path::from(entry.object_key.as_str());
+                let file = self.objects.get(&path).await?.bytes().await?;
+                if file.len() as u64 != u64::from(entry.byte_len) {
+                    return Err(StorageError::Corrupt(format!(
+                        "{} is {} bytes, the index says {}",
+                        entry.object_key,
+                        file.len(),
+                        entry.byte_len
+                    )));
+                }
+                self.read_cache.insert(key, file.clone());
+                file
+            }
+        };
+        let object_key = entry.object_key.clone();
+        let rebuilt = tokio::task::spawn_blocking(move || {
+            crate::compacted::read_batches(
+                file,
+                offset,
+                COMPACTED_READ_BYTES,
+                &crate::compacted::RebuildOptions::default(),
+            )
+        })
+        .await
+        .map_err(|e| StorageError::Corrupt(format!("compacted reader failed: {e}")))?
+        .map_err(|e| {
+            tracing::error!(object_key = %object_key, offset, error = %e, "compacted file failed to read");
+            StorageError::Corrupt(format!("{object_key}: {e}"))
+        })?;
+        Ok(ReadChunk {
+            base_offset: rebuilt.base_offset,
+            batches: rebuilt.batches,
+            bytes: rebuilt.bytes,
         })
     }
 
@@ -547,6 +692,24 @@ impl Storage {
         })?;
         self.read_cache.insert(key, bytes.clone());
         Ok(bytes)
+    }
+}
+
+/// Re-reads the bounds of every long-polled stream each [`BOUNDS_REFRESH_INTERVAL`], so a
+/// fetch waiting here wakes on another broker's append. Ends when the engine is dropped.
+async fn poll_watched_streams(storage: std::sync::Weak<Storage>) {
+    let mut tick = tokio::time::interval(BOUNDS_REFRESH_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(storage) = storage.upgrade() else {
+            return;
+        };
+        for (stream, state) in storage.watched_streams() {
+            if let Err(error) = storage.refresh_if_stale(&stream, &state).await {
+                tracing::debug!(%stream, %error, "cannot refresh stream bounds");
+            }
+        }
     }
 }
 

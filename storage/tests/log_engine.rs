@@ -46,6 +46,7 @@ fn payload(tag: u8, batches: usize, len: usize) -> (Bytes, Vec<BatchMeta>) {
             len: len as u32,
             records: 2,
             max_timestamp: 1000 + i64::from(tag) * 10 + b as i64,
+            producer: None,
         });
     }
     (Bytes::from(bytes), metas)
@@ -496,4 +497,18 @@ async fn streams_sharing_an_object_succeed_or_fail_independently() {
     assert_eq!(read_all(&storage, "good-0", 0).await.len(), 1);
     assert_eq!(storage.bounds("bad-0").await.unwrap().high_watermark, 0);
     storage.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_full_segment_is_written_without_waiting_for_the_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = StorageConfig {
+        write_buffer_flush_interval_ms: 600_000,
+        write_buffer_size: 1000,
+        ..config()
+    };
+    let storage = Storage::open(cfg, Arc::new(InMemory::new()), meta(dir.path()).await);
+    let (p, b) = payload(1, 2, 600);
+    let done = tokio::time::timeout(Duration::from_secs(10), storage.append("full-0", p, b)).await;
+    assert!(done.expect("written long before the interval").is_ok());
 }

@@ -122,7 +122,9 @@ class KcatDriver(Driver):
         return out
 
     def partition_count(self, topic):
-        p = subprocess.run(self._base("-L", "-J", "-t", topic), capture_output=True, text=True, timeout=60)
+        # Looking a topic up must not create it (librdkafka's producer default would).
+        p = subprocess.run(self._base("-L", "-J", "-t", topic, "-X", "allow.auto.create.topics=false"),
+                           capture_output=True, text=True, timeout=60)
         if p.returncode != 0:
             raise ClientError(f"kcat -L: {p.stderr[-2000:]}")
         md = json.loads(p.stdout)

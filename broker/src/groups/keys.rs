@@ -6,10 +6,10 @@
 //!
 //! Group ids may contain any character, '/' included, so ids (and, defensively, topic names)
 //! are percent-encoded: '%', '/' and control characters become `%XX`. An encoded segment
-//! therefore never contains '/' or U+0001, which the range bounds below rely on.
+//! therefore never contains '/' or a control character, which the range bounds below rely on.
 
 pub const GROUPS_PREFIX: &str = "groups/";
-/// Upper bound of the depth-2 `groups/<group>` keys in Oxia's slash-aware order.
+/// Upper bound of the depth-1 `groups/<group>` keys in Oxia's order (`//` adds no level).
 pub const GROUPS_END: &str = "groups//";
 const OFFSETS_ROOT: &str = "group-offsets";
 
@@ -71,25 +71,23 @@ pub fn topic_partition_of(key: &str) -> Option<(String, i32)> {
     Some((topic, partition))
 }
 
-/// Every offset key of a group, at any depth below it.
+/// Every offset key of a group: the depth-3 keys `group-offsets/<group>/<topic>/<partition>`.
 pub fn group_offsets_range(group_id: &str) -> (String, String) {
-    subtree_range(&format!("{OFFSETS_ROOT}/{}", encode_segment(group_id)))
+    let prefix = format!("{OFFSETS_ROOT}/{}/", encode_segment(group_id));
+    // Both bounds are depth 3, as the keys are (the server sorts by depth first). An encoded
+    // topic never starts with a control character, and '/' sorts above every other byte.
+    (format!("{prefix}\u{1}/"), format!("{prefix}/~"))
 }
 
 /// Every offset key of one topic in a group.
 pub fn topic_offsets_range(group_id: &str, topic: &str) -> (String, String) {
-    subtree_range(&format!(
-        "{OFFSETS_ROOT}/{}/{}",
+    let prefix = format!(
+        "{OFFSETS_ROOT}/{}/{}/",
         encode_segment(group_id),
         encode_segment(topic)
-    ))
-}
-
-/// `[prefix/, prefix\u{1}/)`: in Oxia's order every key below `prefix/` (at any depth) sorts
-/// in this range, because its first segments equal `prefix`'s and the segment `last\u{1}` sorts
-/// right after `last`. No other key falls in it as long as no segment contains U+0001.
-fn subtree_range(prefix: &str) -> (String, String) {
-    (format!("{prefix}/"), format!("{prefix}\u{1}/"))
+    );
+    // Partitions are decimal numbers: every one sorts below '~'.
+    (prefix.clone(), format!("{prefix}~"))
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! DescribeCluster: this broker, which is also the "controller" clients are told about.
+//! DescribeCluster: the live brokers; the lowest live id is the "controller" clients are told about.
 
 use std::sync::Arc;
 
@@ -13,11 +13,15 @@ use crate::context::Broker;
 const ENDPOINT_BROKERS: i8 = 1;
 
 pub fn handle(broker: &Arc<Broker>, request: DescribeClusterRequest) -> DescribeClusterResponse {
-    let node = &broker.node;
+    let placement = broker.membership.placement();
+    let controller = placement
+        .members()
+        .first()
+        .map_or(broker.node.broker_id, |m| m.broker_id);
     let response = DescribeClusterResponse::default()
         .with_endpoint_type(request.endpoint_type)
         .with_cluster_id(str_bytes(&broker.cluster_id))
-        .with_controller_id(broker_id(node.broker_id));
+        .with_controller_id(broker_id(controller));
     // v0 requests carry no endpoint type and decode as the default, 1 (brokers).
     if request.endpoint_type != ENDPOINT_BROKERS {
         return response
@@ -33,10 +37,18 @@ pub fn handle(broker: &Arc<Broker>, request: DescribeClusterRequest) -> Describe
         i32::MIN
     };
     response
-        .with_brokers(vec![DescribeClusterBroker::default()
-            .with_broker_id(broker_id(node.broker_id))
-            .with_host(str_bytes(&node.endpoint.host))
-            .with_port(node.endpoint.port)
-            .with_rack(node.rack.as_deref().map(str_bytes))])
+        .with_brokers(
+            placement
+                .members()
+                .iter()
+                .map(|m| {
+                    DescribeClusterBroker::default()
+                        .with_broker_id(broker_id(m.broker_id))
+                        .with_host(str_bytes(&m.host))
+                        .with_port(m.port)
+                        .with_rack(m.rack.as_deref().map(str_bytes))
+                })
+                .collect(),
+        )
         .with_cluster_authorized_operations(ops)
 }

@@ -1,4 +1,6 @@
-//! FindCoordinator: this broker coordinates every group (v4+ answers batched keys).
+//! FindCoordinator: the group's coordinator is chosen by `cluster::placement` over the live
+//! brokers (v4+ answers batched keys). Committed offsets and group records live in the
+//! MetaStore, so a coordinator change loses no committed offset.
 //! Transactions are not supported, so TRANSACTION keys get a non-retriable error at once
 //! instead of a retriable one a producer would wait on forever.
 
@@ -55,12 +57,16 @@ fn coordinator(broker: &Broker, key_type: i8, key: StrBytes) -> Coordinator {
             .with_error_message(Some(str_bytes(message)))
     };
     match key_type {
-        KEY_TYPE_GROUP => Coordinator::default()
-            .with_key(key.clone())
-            .with_node_id(broker_id(broker.node.broker_id))
-            .with_host(str_bytes(&broker.node.endpoint.host))
-            .with_port(broker.node.endpoint.port)
-            .with_error_message(None),
+        KEY_TYPE_GROUP => {
+            let placement = broker.membership.placement();
+            let chosen = placement.group_coordinator(&key);
+            Coordinator::default()
+                .with_key(key.clone())
+                .with_node_id(broker_id(chosen.broker_id))
+                .with_host(str_bytes(&chosen.host))
+                .with_port(chosen.port)
+                .with_error_message(None)
+        }
         KEY_TYPE_TRANSACTION => refuse(
             ResponseError::InvalidRequest,
             "transactions are not supported by this broker",

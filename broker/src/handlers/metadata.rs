@@ -1,6 +1,6 @@
-//! Metadata: brokers, and every requested topic with this broker as leader of each partition
-//! (single-node cluster). Unknown topics are created when both the broker setting and the
-//! request allow it.
+//! Metadata: the live brokers, and every requested topic with each partition's leader chosen
+//! by `cluster::placement` (preferring the client's zone). Unknown topics are created when both
+//! the broker setting and the request allow it.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::{broker_id, create_topics, str_bytes, topic_name};
 use crate::catalog::Topic;
+use crate::cluster::Placement;
 use crate::context::Broker;
 
 /// Kafka's "authorized operations not requested" marker.
@@ -29,14 +30,26 @@ pub(super) const CLUSTER_OPERATIONS: i32 =
 pub async fn handle(
     broker: &Arc<Broker>,
     version: i16,
+    zone: Option<&str>,
     request: MetadataRequest,
 ) -> MetadataResponse {
     let node = &broker.node;
-    let brokers = vec![MetadataResponseBroker::default()
-        .with_node_id(broker_id(node.broker_id))
-        .with_host(str_bytes(&node.endpoint.host))
-        .with_port(node.endpoint.port)
-        .with_rack(node.rack.as_deref().map(str_bytes))];
+    let placement = broker.membership.placement();
+    let at = Leaders {
+        placement: &placement,
+        zone,
+    };
+    let brokers = placement
+        .members()
+        .iter()
+        .map(|m| {
+            MetadataResponseBroker::default()
+                .with_node_id(broker_id(m.broker_id))
+                .with_host(str_bytes(&m.host))
+                .with_port(m.port)
+                .with_rack(m.rack.as_deref().map(str_bytes))
+        })
+        .collect();
     let include_ops = version >= 8 && request.include_topic_authorized_operations;
     // v0 has no null array: an empty list means all topics.
     let all_topics = match &request.topics {
@@ -46,7 +59,7 @@ pub async fn handle(
     let mut topics = Vec::new();
     if all_topics {
         for topic in broker.catalog.list() {
-            topics.push(describe(broker, &topic, include_ops));
+            topics.push(describe(&at, &topic, include_ops));
         }
     } else {
         let auto_create =
@@ -61,12 +74,12 @@ pub async fn handle(
             match name {
                 Some(name) => {
                     if seen_names.insert(name.0.to_string()) {
-                        topics.push(by_name(broker, &name.0, auto_create, include_ops).await);
+                        topics.push(by_name(broker, &at, &name.0, auto_create, include_ops).await);
                     }
                 }
                 None => {
                     if seen_ids.insert(requested.topic_id) {
-                        topics.push(by_id(broker, requested.topic_id, include_ops));
+                        topics.push(by_id(broker, &at, requested.topic_id, include_ops));
                     }
                 }
             }
@@ -81,13 +94,21 @@ pub async fn handle(
     MetadataResponse::default()
         .with_brokers(brokers)
         .with_cluster_id(Some(str_bytes(&broker.cluster_id)))
-        .with_controller_id(broker_id(node.broker_id))
+        // Any broker can do what a controller does (topics live in the MetaStore); name the
+        // lowest live id so every broker names the same one.
+        .with_controller_id(broker_id(
+            placement
+                .members()
+                .first()
+                .map_or(node.broker_id, |m| m.broker_id),
+        ))
         .with_topics(topics)
         .with_cluster_authorized_operations(cluster_ops)
 }
 
 async fn by_name(
     broker: &Arc<Broker>,
+    at: &Leaders<'_>,
     name: &str,
     auto_create: bool,
     include_ops: bool,
@@ -102,11 +123,11 @@ async fn by_name(
         return error(ResponseError::InvalidTopicException);
     }
     if let Some(topic) = broker.catalog.get(name) {
-        return describe(broker, &topic, include_ops);
+        return describe(at, &topic, include_ops);
     }
     // Another broker may have created it since our last notification.
     match broker.catalog.refresh(name).await {
-        Ok(Some(topic)) => return describe(broker, &topic, include_ops),
+        Ok(Some(topic)) => return describe(at, &topic, include_ops),
         Ok(None) => {}
         Err(e) => {
             tracing::warn!(topic = name, error = %e, "cannot read topic from the metadata store");
@@ -123,7 +144,7 @@ async fn by_name(
         // deleted topic while another client auto-creates it see "not there yet", as with Kafka.
         Ok(_) => error(ResponseError::LeaderNotAvailable),
         Err((ResponseError::TopicAlreadyExists, _)) => match broker.catalog.get(name) {
-            Some(topic) => describe(broker, &topic, include_ops),
+            Some(topic) => describe(at, &topic, include_ops),
             None => error(ResponseError::LeaderNotAvailable),
         },
         Err((code, message)) => {
@@ -133,9 +154,14 @@ async fn by_name(
     }
 }
 
-fn by_id(broker: &Arc<Broker>, id: Uuid, include_ops: bool) -> MetadataResponseTopic {
+fn by_id(
+    broker: &Arc<Broker>,
+    at: &Leaders<'_>,
+    id: Uuid,
+    include_ops: bool,
+) -> MetadataResponseTopic {
     match broker.catalog.get_by_id(id) {
-        Some(topic) => describe(broker, &topic, include_ops),
+        Some(topic) => describe(at, &topic, include_ops),
         None => MetadataResponseTopic::default()
             .with_topic_id(id)
             .with_error_code(ResponseError::UnknownTopicId.code())
@@ -143,16 +169,28 @@ fn by_id(broker: &Arc<Broker>, id: Uuid, include_ops: bool) -> MetadataResponseT
     }
 }
 
-fn describe(broker: &Broker, topic: &Topic, include_ops: bool) -> MetadataResponseTopic {
-    let me = broker_id(broker.node.broker_id);
+/// The membership snapshot and client zone one Metadata answer is computed from.
+struct Leaders<'a> {
+    placement: &'a Placement,
+    zone: Option<&'a str>,
+}
+
+fn describe(at: &Leaders<'_>, topic: &Topic, include_ops: bool) -> MetadataResponseTopic {
     let partitions = (0..topic.record.partitions)
         .map(|index| {
+            let leader = broker_id(
+                at.placement
+                    .partition_leader(&topic.name, index, at.zone)
+                    .broker_id,
+            );
+            // Data lives in shared storage, so the leader is the only "replica" worth naming;
+            // the epoch stays 0 because leadership carries no state to fence.
             MetadataResponsePartition::default()
                 .with_partition_index(index)
-                .with_leader_id(me)
+                .with_leader_id(leader)
                 .with_leader_epoch(0)
-                .with_replica_nodes(vec![me])
-                .with_isr_nodes(vec![me])
+                .with_replica_nodes(vec![leader])
+                .with_isr_nodes(vec![leader])
         })
         .collect();
     MetadataResponseTopic::default()

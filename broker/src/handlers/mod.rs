@@ -12,6 +12,7 @@ mod describe_groups;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
+mod init_producer_id;
 mod join_group;
 mod leave_group;
 mod list_groups;
@@ -47,11 +48,25 @@ pub async fn handle(
     produce_ticket: Option<Ticket>,
 ) -> Result<Option<ResponseKind>, HandlerError> {
     let version = request.version();
+    let placement = broker.membership.placement();
+    if let Some(refused) =
+        crate::cluster::coordinator_guard::refuse(&placement, broker.node.broker_id, &request.body)
+    {
+        return Ok(Some(refused));
+    }
     let response = match request.body {
         RequestKind::Produce(r) => {
             let ticket = produce_ticket.unwrap_or_else(|| Sequencer::default().ticket());
+            let (r, refused) = crate::cluster::produce_guard::split(
+                &placement,
+                broker.node.broker_id,
+                client_zone(&request.header),
+                r,
+            );
             match produce::handle(broker, r, ticket).await {
-                Some(response) => ResponseKind::Produce(response),
+                Some(response) => {
+                    ResponseKind::Produce(crate::cluster::produce_guard::merge(response, refused))
+                }
                 None => return Ok(None),
             }
         }
@@ -60,9 +75,9 @@ pub async fn handle(
             ResponseKind::ListOffsets(list_offsets::handle(broker, version, r).await)
         }
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(version, &r)),
-        RequestKind::Metadata(r) => {
-            ResponseKind::Metadata(metadata::handle(broker, version, r).await)
-        }
+        RequestKind::Metadata(r) => ResponseKind::Metadata(
+            metadata::handle(broker, version, client_zone(&request.header), r).await,
+        ),
         RequestKind::CreateTopics(r) => {
             ResponseKind::CreateTopics(create_topics::handle(broker, version, r).await)
         }
@@ -110,12 +125,20 @@ pub async fn handle(
         RequestKind::DeleteGroups(r) => {
             ResponseKind::DeleteGroups(delete_groups::handle(broker, r).await)
         }
+        RequestKind::InitProducerId(r) => {
+            ResponseKind::InitProducerId(init_producer_id::handle(broker, r).await)
+        }
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(offset_delete::handle(broker, r).await)
         }
         _ => return Err(HandlerError::NoHandler(request.api_key)),
     };
     Ok(Some(response))
+}
+
+/// The zone a client announces in its `client.id` (see `cluster::placement`).
+fn client_zone(header: &kafka_protocol::messages::RequestHeader) -> Option<&str> {
+    crate::cluster::client_zone(header.client_id.as_deref())
 }
 
 pub(crate) fn str_bytes(value: &str) -> StrBytes {

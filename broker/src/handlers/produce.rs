@@ -10,18 +10,33 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use protocol::batch::{validate_batches, BatchInfo};
-use storage::{BatchMeta, PendingAppend};
+use storage::{BatchMeta, PendingAppend, ProducerMeta};
 
 use crate::catalog::Topic;
 use crate::context::Broker;
+use crate::producers::{
+    self, Admission, AdmitError, BatchHeader, SequenceError, Slot, SlotState, WriteHandle,
+};
 use crate::sequencer::Ticket;
 use crate::storage_errors::produce_error;
 use crate::topic_config;
+
+/// How long a retried batch waits for its original write's outcome (which is bounded by the
+/// storage append timeout; this only guards against a lost notification).
+const DUPLICATE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// What happened to one partition before its append could be awaited.
 enum Submitted {
     Pending {
         pending: PendingAppend,
+        stream: String,
+        /// Set for idempotent batches: reports the outcome to retries of the same batches.
+        write: Option<WriteHandle>,
+    },
+    /// A retry of batches already written (or being written): answered with their offset.
+    Duplicate {
+        slot: Slot,
+        offset_delta: u64,
         stream: String,
     },
     Failed {
@@ -132,18 +147,93 @@ async fn submit(
             len: b.len_bytes as u32,
             records: b.records_count as u32,
             max_timestamp: b.max_timestamp,
+            producer: (b.producer_id >= 0).then_some(ProducerMeta {
+                id: b.producer_id,
+                epoch: b.producer_epoch,
+                base_sequence: b.base_sequence,
+            }),
         })
         .collect();
     let stream = topic.stream_id(partition);
+    let headers = producer_headers(&batches);
+    let admitted = if headers.is_empty() {
+        None
+    } else {
+        let state = broker.producers.partition(&stream);
+        match state
+            .admit(&broker.storage, &stream, &headers, producers::now_ms())
+            .await
+        {
+            Ok(Admission::Append(admitted)) => Some(admitted),
+            Ok(Admission::Duplicate { slot, offset_delta }) => {
+                tracing::debug!(topic = %topic.name, partition, "duplicate produce batch");
+                return Submitted::Duplicate {
+                    slot,
+                    offset_delta,
+                    stream,
+                };
+            }
+            Err(e) => {
+                tracing::debug!(topic = %topic.name, partition, error = %e, "idempotent produce refused");
+                return Submitted::Failed {
+                    error: admit_error(&e),
+                    message: Some(e.to_string()),
+                };
+            }
+        }
+    };
+    // For idempotent batches the partition's producer state stays locked until the append is
+    // queued, so sequence checks happen in offset order.
     match broker.storage.submit(&stream, records, metas).await {
-        Ok(pending) => Submitted::Pending { pending, stream },
+        Ok(pending) => Submitted::Pending {
+            pending,
+            stream,
+            write: admitted.map(|a| a.submitted()),
+        },
         Err(e) => {
+            if let Some(admitted) = admitted {
+                admitted.abandon();
+            }
             tracing::debug!(topic = %topic.name, partition, error = %e, "produce not admitted");
             Submitted::Failed {
                 error: produce_error(&e),
                 message: Some(e.to_string()),
             }
         }
+    }
+}
+
+/// The producer header and offset delta of each idempotent batch of a payload.
+fn producer_headers(batches: &[BatchInfo]) -> Vec<(BatchHeader, u64)> {
+    let mut offset_delta = 0u64;
+    let mut headers = Vec::new();
+    for b in batches {
+        if b.producer_id >= 0 {
+            headers.push((
+                BatchHeader {
+                    producer_id: b.producer_id,
+                    epoch: b.producer_epoch,
+                    base_sequence: b.base_sequence,
+                    records: b.records_count,
+                },
+                offset_delta,
+            ));
+        }
+        offset_delta += b.records_count.max(0) as u64;
+    }
+    headers
+}
+
+fn admit_error(error: &AdmitError) -> ResponseError {
+    match error {
+        AdmitError::Sequence(SequenceError::StaleEpoch { .. }) => {
+            ResponseError::InvalidProducerEpoch
+        }
+        AdmitError::Sequence(SequenceError::OutOfOrder { .. }) => {
+            ResponseError::OutOfOrderSequenceNumber
+        }
+        AdmitError::PartialDuplicate => ResponseError::DuplicateSequenceNumber,
+        AdmitError::Recovery(e) => produce_error(e),
     }
 }
 
@@ -166,11 +256,10 @@ fn refuse_batches(topic: &Topic, batches: &[BatchInfo]) -> Option<Submitted> {
                 "transactions are not supported",
             ));
         }
-        if batch.producer_id >= 0 {
-            // Accepting an idempotent batch without checking its sequence could duplicate it.
+        if batch.producer_id >= 0 && (batch.producer_epoch < 0 || batch.base_sequence < 0) {
             return Some(failed(
-                ResponseError::UnknownProducerId,
-                "idempotent produce is not supported",
+                ResponseError::InvalidRecord,
+                "an idempotent batch needs a producer epoch and a base sequence",
             ));
         }
     }
@@ -194,8 +283,44 @@ async fn complete(broker: &Broker, index: i32, outcome: Submitted) -> PartitionP
             .with_error_code(error.code())
             .with_base_offset(-1)
             .with_error_message(message.map(StrBytes::from_string)),
-        Submitted::Pending { pending, stream } => match pending.wait().await {
+        Submitted::Duplicate {
+            slot,
+            offset_delta,
+            stream,
+        } => {
+            let outcome = tokio::time::timeout(DUPLICATE_WAIT_MAX, slot.outcome()).await;
+            match outcome {
+                Ok(SlotState::Written(base_offset)) => {
+                    let log_start_offset = broker
+                        .storage
+                        .bounds(&stream)
+                        .await
+                        .map_or(-1, |b| b.log_start_offset as i64);
+                    response
+                        .with_base_offset((base_offset + offset_delta) as i64)
+                        .with_log_start_offset(log_start_offset)
+                }
+                // The original failed and was rolled back: the client's next retry appends.
+                Ok(_) => response
+                    .with_error_code(ResponseError::KafkaStorageError.code())
+                    .with_base_offset(-1)
+                    .with_error_message(Some(StrBytes::from_static_str(
+                        "the original write of this retried batch failed",
+                    ))),
+                Err(_) => response
+                    .with_error_code(ResponseError::RequestTimedOut.code())
+                    .with_base_offset(-1),
+            }
+        }
+        Submitted::Pending {
+            pending,
+            stream,
+            write,
+        } => match pending.wait().await {
             Ok(appended) => {
+                if let Some(write) = write {
+                    write.written(appended.base_offset);
+                }
                 let log_start_offset = broker
                     .storage
                     .bounds(&stream)
@@ -206,6 +331,9 @@ async fn complete(broker: &Broker, index: i32, outcome: Submitted) -> PartitionP
                     .with_log_start_offset(log_start_offset)
             }
             Err(e) => {
+                if let Some(write) = write {
+                    write.failed().await;
+                }
                 tracing::warn!(stream, error = %e, "produce failed");
                 response
                     .with_error_code(produce_error(&e).code())

@@ -4,7 +4,13 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::error::StorageError;
 
-const ENTRY_FORMAT_VERSION: u8 = 1;
+/// v2 adds the optional writer fields of each batch; v1 entries still decode.
+const ENTRY_FORMAT_VERSION: u8 = 2;
+const ENTRY_FORMAT_V1: u8 = 1;
+/// Bytes of a batch's fixed fields (len, records, max timestamp).
+const BATCH_FIXED_BYTES: usize = 16;
+/// Bytes of a batch's writer fields when present (id, epoch, base sequence).
+const PRODUCER_BYTES: usize = 14;
 const OBJECT_KEY_BYTES_MAX: usize = 1024;
 /// Batches one entry may describe; appends are refused above it.
 pub const BATCHES_PER_ENTRY_MAX: usize = 1 << 16;
@@ -27,6 +33,17 @@ pub struct BatchMeta {
     pub records: u32,
     /// Largest record timestamp in the batch (ms).
     pub max_timestamp: i64,
+    /// The writer that produced the batch, for callers that deduplicate retried writes.
+    pub producer: Option<ProducerMeta>,
+}
+
+/// Identity and position of a batch in its writer's own sequence; opaque to the engine, kept
+/// with the index so that a writer's state can be rebuilt from the log alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducerMeta {
+    pub id: i64,
+    pub epoch: i16,
+    pub base_sequence: i32,
 }
 
 /// Where one appended slice of a stream lives and what it holds.
@@ -69,6 +86,15 @@ impl IndexEntry {
             buf.put_u32(b.len);
             buf.put_u32(b.records);
             buf.put_i64(b.max_timestamp);
+            match b.producer {
+                None => buf.put_u8(0),
+                Some(p) => {
+                    buf.put_u8(1);
+                    buf.put_i64(p.id);
+                    buf.put_i16(p.epoch);
+                    buf.put_i32(p.base_sequence);
+                }
+            }
         }
         buf.freeze()
     }
@@ -79,7 +105,8 @@ impl IndexEntry {
         if buf.remaining() < 4 {
             return Err(corrupt("truncated header"));
         }
-        if buf.get_u8() != ENTRY_FORMAT_VERSION {
+        let version = buf.get_u8();
+        if version != ENTRY_FORMAT_VERSION && version != ENTRY_FORMAT_V1 {
             return Err(corrupt("unknown format version"));
         }
         let file_type = match buf.get_u8() {
@@ -102,19 +129,39 @@ impl IndexEntry {
         let max_timestamp = buf.get_i64();
         let write_time_ms = buf.get_u64();
         let batch_count = buf.get_u32() as usize;
-        if batch_count > BATCHES_PER_ENTRY_MAX || buf.remaining() != batch_count * 16 {
+        let sizes_fit = if version == ENTRY_FORMAT_V1 {
+            buf.remaining() == batch_count * BATCH_FIXED_BYTES
+        } else {
+            let least = batch_count * (BATCH_FIXED_BYTES + 1);
+            buf.remaining() >= least && buf.remaining() <= least + batch_count * PRODUCER_BYTES
+        };
+        if batch_count > BATCHES_PER_ENTRY_MAX || !sizes_fit {
             return Err(corrupt("bad batch count"));
         }
         let mut batches = Vec::with_capacity(batch_count);
         let mut total_len = 0u64;
         for _ in 0..batch_count {
-            let b = BatchMeta {
-                len: buf.get_u32(),
-                records: buf.get_u32(),
-                max_timestamp: buf.get_i64(),
+            if buf.remaining() < BATCH_FIXED_BYTES {
+                return Err(corrupt("truncated batch"));
+            }
+            let len = buf.get_u32();
+            let records = buf.get_u32();
+            let max_timestamp = buf.get_i64();
+            let producer = if version == ENTRY_FORMAT_V1 {
+                None
+            } else {
+                decode_producer(&mut buf).ok_or_else(|| corrupt("bad producer fields"))?
             };
-            total_len += u64::from(b.len);
-            batches.push(b);
+            total_len += u64::from(len);
+            batches.push(BatchMeta {
+                len,
+                records,
+                max_timestamp,
+                producer,
+            });
+        }
+        if buf.has_remaining() {
+            return Err(corrupt("trailing bytes"));
         }
         if file_type == FileType::Raw && total_len != u64::from(byte_len) {
             return Err(corrupt("batch lengths do not add up to the slice length"));
@@ -130,6 +177,22 @@ impl IndexEntry {
             write_time_ms,
             batches,
         })
+    }
+}
+
+/// `None` when the fields are malformed; `Some(None)` for a batch without a writer.
+fn decode_producer(buf: &mut &[u8]) -> Option<Option<ProducerMeta>> {
+    if !buf.has_remaining() {
+        return None;
+    }
+    match buf.get_u8() {
+        0 => Some(None),
+        1 if buf.remaining() >= PRODUCER_BYTES => Some(Some(ProducerMeta {
+            id: buf.get_i64(),
+            epoch: buf.get_i16(),
+            base_sequence: buf.get_i32(),
+        })),
+        _ => None,
     }
 }
 
@@ -153,11 +216,17 @@ mod tests {
                     len: 10,
                     records: 2,
                     max_timestamp: 6,
+                    producer: None,
                 },
                 BatchMeta {
                     len: 20,
                     records: 3,
                     max_timestamp: 9,
+                    producer: Some(ProducerMeta {
+                        id: 42,
+                        epoch: 3,
+                        base_sequence: i32::MAX - 1,
+                    }),
                 },
             ],
         }
@@ -176,6 +245,37 @@ mod tests {
         for cut in 0..bytes.len() {
             assert!(IndexEntry::decode(&bytes[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    /// The v1 layout, as brokers before producer fields wrote it.
+    fn encode_v1(e: &IndexEntry) -> Vec<u8> {
+        let v2 = e.encode();
+        let header_len = 4 + e.object_key.len() + 44;
+        let mut out = vec![ENTRY_FORMAT_V1];
+        out.extend_from_slice(&v2[1..header_len]);
+        for b in &e.batches {
+            out.extend_from_slice(&b.len.to_be_bytes());
+            out.extend_from_slice(&b.records.to_be_bytes());
+            out.extend_from_slice(&b.max_timestamp.to_be_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn version_one_entries_still_decode_without_producers() {
+        let mut e = sample();
+        for b in &mut e.batches {
+            b.producer = None;
+        }
+        assert_eq!(IndexEntry::decode(&encode_v1(&e)).unwrap(), e);
+    }
+
+    #[test]
+    fn producer_fields_survive_the_round_trip() {
+        let e = sample();
+        let decoded = IndexEntry::decode(&e.encode()).unwrap();
+        assert_eq!(decoded.batches[1].producer.unwrap().id, 42);
+        assert_eq!(decoded.batches[0].producer, None);
     }
 
     proptest! {

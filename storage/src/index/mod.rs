@@ -6,5 +6,5 @@
 mod entry;
 mod store;
 
-pub use entry::{BatchMeta, FileType, IndexEntry, BATCHES_PER_ENTRY_MAX};
+pub use entry::{BatchMeta, FileType, IndexEntry, ProducerMeta, BATCHES_PER_ENTRY_MAX};
 pub use store::{Index, LocatedEntry};

@@ -5,7 +5,8 @@
 //! same conformance suite (`storage/tests/meta_conformance.rs`).
 //!
 //! Semantics every backend honours:
-//! - keys are UTF-8 strings without NUL bytes, ordered by Oxia's slash-aware order ([`compare_keys`]);
+//! - keys are UTF-8 strings without NUL bytes, ordered as the Oxia server orders them: by number
+//!   of `/` first, then by bytes with `/` above every other byte ([`compare_keys`]);
 //! - every record carries a [`Version`]; `version_id` is unique per store and grows with every
 //!   write, `modifications_count` counts writes to that key since it was created;
 //! - `put` and `delete` can be conditional on a version ([`Expect`]);

@@ -4,12 +4,14 @@
 //! the engine's fault-injection tests run against the same code paths as production.
 //! `storage/tests/objects_conformance.rs` runs one property suite against every backend.
 
+mod counting;
 mod error;
 mod failing;
 mod open;
 mod operation;
 mod slow;
 
+pub use counting::{CountingObjectStore, OperationCounts};
 pub use error::ObjectsError;
 pub use failing::{is_injected_fault, FailingObjectStore, FailureMode, InjectedFault};
 pub use open::{open, open_with, OpenOptions};

@@ -154,7 +154,10 @@ impl WalWriter {
                 _admission: admission,
             });
             buffer.bytes += bytes;
+            // A full segment's worth is written at once: big objects at high rates, while the
+            // interval only bounds the wait at low rates.
             buffer.bytes >= self.config.write_buffer_flush_size
+                || buffer.bytes >= self.config.write_buffer_size
         };
         if flush {
             self.flush_now.notify_one();
@@ -479,6 +482,7 @@ mod tests {
                 len: len as u32,
                 records: 1,
                 max_timestamp: 0,
+                producer: None,
             }],
             done: oneshot::channel().0,
             _admission: Admission {

@@ -32,6 +32,7 @@ macro_rules! meta_conformance_tests {
     ($harness:expr) => {
         $crate::meta_conformance::meta_conformance_tests!(@each $harness;
             put_then_get_returns_value_and_version,
+            keys_sort_by_depth_then_bytes_with_the_separator_highest,
             overwriting_a_key_increments_modifications_and_version_id,
             version_ids_increase_across_handles,
             get_of_a_missing_key_returns_none,
@@ -457,6 +458,48 @@ pub async fn comparisons_and_listing_use_slash_aware_order<H: MetaHarness>(h: &H
     assert_eq!(one_level, vec![k("x"), k("y")]);
     let two_levels = store.list(&k(""), &k("~/~"), Some(&p)).await.unwrap();
     assert_eq!(two_levels, vec![k("x"), k("y"), k("a/b"), k("a/c")]);
+    store.close().await.unwrap();
+}
+
+/// The Oxia server's order: by number of '/' first, then bytes with '/' above every byte. A
+/// range over the children of `p` is `[p/, p//)`; deeper keys need bounds of their own depth.
+pub async fn keys_sort_by_depth_then_bytes_with_the_separator_highest<H: MetaHarness>(h: &H) {
+    let p = unique_prefix("order");
+    let store = h.open("main", options()).await;
+    for k in ["x", "a.b/c", "a/bc", "a/b/c"] {
+        store
+            .put(&format!("{p}/{k}"), val(k), part(&p))
+            .await
+            .unwrap();
+    }
+    let children = store
+        .list(&format!("{p}/"), &format!("{p}//"), Some(&p))
+        .await
+        .unwrap();
+    assert_eq!(
+        children,
+        vec![format!("{p}/x")],
+        "only the depth-1 children"
+    );
+    let depth_two = store
+        .list(&format!("{p}/\u{1}/"), &format!("{p}//~"), Some(&p))
+        .await
+        .unwrap();
+    assert_eq!(
+        depth_two,
+        vec![format!("{p}/a.b/c"), format!("{p}/a/bc")],
+        "'.' sorts below '/'"
+    );
+    let deepest = store
+        .get(&format!("{p}/a/bc"), Comparison::Higher, Some(&p))
+        .await
+        .unwrap()
+        .map(|r| r.key);
+    assert_eq!(
+        deepest,
+        Some(format!("{p}/a/b/c")),
+        "deeper keys sort after"
+    );
     store.close().await.unwrap();
 }
 

@@ -1,0 +1,42 @@
+//! Producer sequence numbers: 31-bit counters that wrap from `i32::MAX` to 0, as in Kafka.
+
+/// The sequence of the last record of a batch starting at `base` with `records` records.
+pub fn last_sequence(base: i32, records: i32) -> i32 {
+    let increment = records.saturating_sub(1).max(0);
+    if base > i32::MAX - increment {
+        increment - (i32::MAX - base) - 1
+    } else {
+        base + increment
+    }
+}
+
+/// Whether `next` directly follows `last`.
+pub fn follows(last: i32, next: i32) -> bool {
+    if last == i32::MAX {
+        next == 0
+    } else {
+        next == last + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_sequence_wraps_past_the_maximum() {
+        assert_eq!(last_sequence(0, 1), 0);
+        assert_eq!(last_sequence(5, 10), 14);
+        assert_eq!(last_sequence(i32::MAX, 1), i32::MAX);
+        assert_eq!(last_sequence(i32::MAX, 2), 0);
+        assert_eq!(last_sequence(i32::MAX - 1, 5), 2);
+    }
+
+    #[test]
+    fn zero_follows_the_maximum() {
+        assert!(follows(4, 5));
+        assert!(follows(i32::MAX, 0));
+        assert!(!follows(4, 6));
+        assert!(!follows(i32::MAX, 1));
+    }
+}

@@ -1,0 +1,42 @@
+/// Settings of the compactor. Names snake_case with units last.
+#[derive(Clone, Debug)]
+pub struct CompactorConfig {
+    /// A stream range is compacted once its uncompacted bytes reach this...
+    pub min_bytes: u64,
+    /// ...or once its oldest uncompacted entry is this old.
+    pub min_age_ms: u64,
+    /// A Parquet file is cut at about this many input bytes.
+    pub file_bytes_max: u64,
+    /// Kafka batches per Parquet file at most (bounds the index entry's size).
+    pub file_batches_max: usize,
+    /// WAL bytes read per second at most (0 = unlimited).
+    pub read_bytes_per_sec: u64,
+    /// Streams compacted concurrently.
+    pub workers: usize,
+    /// An unreferenced WAL object is deleted only this long after it was marked, so that
+    /// in-flight reads and late index commits finish first.
+    pub grace_period_ms: u64,
+    /// Prefix of WAL object keys (as the broker writes them).
+    pub wal_prefix: String,
+    /// Prefix of compacted file keys.
+    pub compacted_prefix: String,
+    /// Pause between passes when running as a service.
+    pub interval_ms: u64,
+}
+
+impl Default for CompactorConfig {
+    fn default() -> Self {
+        CompactorConfig {
+            min_bytes: 8 << 20,
+            min_age_ms: 60_000,
+            file_bytes_max: 128 << 20,
+            file_batches_max: 8_192,
+            read_bytes_per_sec: 0,
+            workers: 2,
+            grace_period_ms: 60_000,
+            wal_prefix: "wal".into(),
+            compacted_prefix: "compacted".into(),
+            interval_ms: 10_000,
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The compactor: rewrites the shared WAL objects into per-stream Parquet files, swaps the
+//! offset index to them, and reclaims WAL objects nobody references any more.
+//! See `docs/compaction.md` for the swap order and the object lifecycle.
+
+pub mod config;
+pub mod error;
+mod leader;
+mod pass;
+mod reclaim;
+mod swap;
+mod wal_scan;
+
+pub use config::CompactorConfig;
+pub use error::CompactorError;
+pub use pass::{Compactor, PassReport};

@@ -1,0 +1,311 @@
+//! Compacts one stream: resumes a swap a crash interrupted, then rewrites due RAW ranges.
+//!
+//! Swap order, each step idempotent: (1) PUT the Parquet file under a name derived from the
+//! range; (2) overwrite the range's LAST index key with the PARQUET entry (conditional on the
+//! RAW version we read), so readers already see the range whole; (3) delete the older RAW keys
+//! it covers; (4) advance `s/<stream>/compacted`. The last key is overwritten, never deleted, so
+//! the stream's offset sequence never rewinds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use storage::compacted::{self, WriterOptions};
+use storage::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
+use storage::wal::format;
+use storage::{stream, FileType, IndexEntry};
+
+use crate::{CompactorConfig, CompactorError};
+
+/// Index records scanned per page.
+const SCAN_PAGE_RECORDS: usize = 1024;
+
+#[derive(Clone, Debug)]
+struct Located {
+    key: String,
+    version_id: i64,
+    base_offset: u64,
+    end_offset: u64,
+    entry: IndexEntry,
+}
+
+/// What one stream's compaction did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StreamReport {
+    pub files_written: u64,
+    pub records_compacted: u64,
+    pub bytes_read: u64,
+}
+
+pub struct StreamCompactor<'a> {
+    pub objects: &'a Arc<dyn ObjectStore>,
+    pub meta: &'a Arc<dyn MetaStore>,
+    pub config: &'a CompactorConfig,
+}
+
+pub fn compacted_key(stream: &str) -> String {
+    format!("s/{stream}/compacted")
+}
+
+impl StreamCompactor<'_> {
+    pub async fn run(&self, stream: &str, now_ms: u64) -> Result<StreamReport, CompactorError> {
+        let mut report = StreamReport::default();
+        loop {
+            let start = self.compacted_offset(stream).await?;
+            let entries = self.scan(stream, start).await?;
+            let entries = self
+                .finish_interrupted_swaps(stream, start, entries)
+                .await?;
+            let Some(range) = self.due_range(&entries, now_ms) else {
+                return Ok(report);
+            };
+            let read = self.compact_range(stream, range).await?;
+            report.files_written += 1;
+            report.records_compacted += read.0;
+            report.bytes_read += read.1;
+        }
+    }
+
+    async fn compacted_offset(&self, stream: &str) -> Result<u64, CompactorError> {
+        let record = self
+            .meta
+            .get(&compacted_key(stream), Comparison::Equal, Some(stream))
+            .await?;
+        match record {
+            None => Ok(0),
+            Some(r) => std::str::from_utf8(&r.value)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| CompactorError::Corrupt(format!("{stream}: compacted offset"))),
+        }
+    }
+
+    /// Index records whose end offset is above `start`, in key order (a page at most).
+    async fn scan(&self, stream: &str, start: u64) -> Result<Vec<Located>, CompactorError> {
+        let records = self
+            .meta
+            .range_scan(
+                &stream::index_key_floor(stream, start.saturating_add(1)),
+                &stream::index_range_end(stream),
+                Some(stream),
+                SCAN_PAGE_RECORDS,
+            )
+            .await?;
+        let mut out = Vec::with_capacity(records.len());
+        for r in records {
+            let (end_offset, _) = stream::parse_index_key(stream, &r.key)
+                .ok_or_else(|| CompactorError::Corrupt(format!("index key {}", r.key)))?;
+            let entry = IndexEntry::decode(&r.value)?;
+            let records = entry.record_count();
+            if records == 0 || records > end_offset {
+                return Err(CompactorError::Corrupt(format!("index key {}", r.key)));
+            }
+            out.push(Located {
+                key: r.key,
+                version_id: r.version.version_id,
+                base_offset: end_offset - records,
+                end_offset,
+                entry,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Steps 3 and 4 of a swap that a crash interrupted: RAW keys a PARQUET entry covers are
+    /// deleted and the compacted offset moves past leading PARQUET entries.
+    async fn finish_interrupted_swaps(
+        &self,
+        stream: &str,
+        start: u64,
+        entries: Vec<Located>,
+    ) -> Result<Vec<Located>, CompactorError> {
+        let mut kept: Vec<Located> = Vec::with_capacity(entries.len());
+        for e in entries {
+            if e.entry.file_type == FileType::Parquet {
+                while kept.last().is_some_and(|k| k.base_offset >= e.base_offset) {
+                    if let Some(covered) = kept.pop() {
+                        self.delete_key(stream, &covered).await?;
+                    }
+                }
+            }
+            kept.push(e);
+        }
+        let mut compacted = start;
+        for e in &kept {
+            if e.entry.file_type != FileType::Parquet || e.base_offset > compacted {
+                break;
+            }
+            compacted = e.end_offset;
+        }
+        if compacted > start {
+            self.set_compacted(stream, compacted).await?;
+        }
+        Ok(kept
+            .into_iter()
+            .skip_while(|e| e.end_offset <= compacted)
+            .collect())
+    }
+
+    /// The leading contiguous RAW entries, if they are due, capped by the file limits.
+    fn due_range<'e>(&self, entries: &'e [Located], now_ms: u64) -> Option<&'e [Located]> {
+        let (mut bytes, mut batches, mut oldest_ms, mut n) = (0u64, 0usize, u64::MAX, 0usize);
+        for (i, e) in entries.iter().enumerate() {
+            if e.entry.file_type != FileType::Raw {
+                break;
+            }
+            if i > 0 && entries[i - 1].end_offset != e.base_offset {
+                break;
+            }
+            if n > 0
+                && (bytes + u64::from(e.entry.byte_len) > self.config.file_bytes_max
+                    || batches + e.entry.batches.len() > self.config.file_batches_max)
+            {
+                break;
+            }
+            bytes += u64::from(e.entry.byte_len);
+            batches += e.entry.batches.len();
+            oldest_ms = oldest_ms.min(e.entry.write_time_ms);
+            n += 1;
+        }
+        let old_enough = now_ms.saturating_sub(oldest_ms) >= self.config.min_age_ms;
+        (n > 0 && (bytes >= self.config.min_bytes || old_enough)).then(|| &entries[..n])
+    }
+
+    /// Steps 1 to 4 for one range. Returns (records, bytes read).
+    async fn compact_range(
+        &self,
+        stream: &str,
+        range: &[Located],
+    ) -> Result<(u64, u64), CompactorError> {
+        let (first, last) = match (range.first(), range.last()) {
+            (Some(f), Some(l)) => (f.clone(), l.clone()),
+            _ => return Ok((0, 0)),
+        };
+        let mut inputs = Vec::with_capacity(range.len());
+        let mut bytes_read = 0u64;
+        for e in range {
+            let payload = self.read_slice(&e.entry).await?;
+            bytes_read += payload.len() as u64;
+            inputs.push((e.base_offset, payload));
+        }
+        let expected_records = last.end_offset - first.base_offset;
+        let stream_owned = stream.to_string();
+        let written = tokio::task::spawn_blocking(move || {
+            compacted::write_file(&stream_owned, &inputs, &WriterOptions::default())
+        })
+        .await
+        .map_err(|e| CompactorError::Corrupt(format!("writer task failed: {e}")))??;
+        if written.records != expected_records {
+            return Err(CompactorError::Corrupt(format!(
+                "{stream}: batches hold {} records, the index says {expected_records}",
+                written.records
+            )));
+        }
+        let byte_len = u32::try_from(written.bytes.len()).map_err(|_| {
+            CompactorError::Corrupt(format!("{stream}: compacted file above 4 GiB"))
+        })?;
+        let object_key = compacted::file_key(
+            &self.config.compacted_prefix,
+            stream,
+            first.base_offset,
+            last.end_offset,
+        );
+        let entry = IndexEntry {
+            file_type: FileType::Parquet,
+            object_key: object_key.clone(),
+            byte_offset: 0,
+            byte_len,
+            crc32c: crc32c::crc32c(&written.bytes),
+            min_timestamp: written.min_timestamp,
+            max_timestamp: written.max_timestamp,
+            write_time_ms: now_ms(),
+            batches: written.batches,
+        };
+        // (1) the file, under a name derived from the range: a replay overwrites it.
+        self.objects
+            .put(
+                &Path::from(object_key.as_str()),
+                PutPayload::from(written.bytes),
+            )
+            .await?;
+        // (2) the PARQUET entry at the range's last key, only if that key is still the RAW we read.
+        let options = PutOptions {
+            expect: Expect::Version(last.version_id),
+            partition_key: Some(stream.to_string()),
+            ..Default::default()
+        };
+        match self.meta.put(&last.key, entry.encode(), options).await {
+            Ok(_) => {}
+            Err(MetaError::UnexpectedVersion) => {
+                return Err(CompactorError::Conflict(stream.to_string()))
+            }
+            Err(e) => return Err(e.into()),
+        }
+        // (3) the RAW keys it covers, highest first: a reader never finds a hole between the
+        // RAW keys still there and the PARQUET entry, (4) the compacted offset.
+        for e in range[..range.len() - 1].iter().rev() {
+            self.delete_key(stream, e).await?;
+        }
+        self.set_compacted(stream, last.end_offset).await?;
+        tracing::info!(
+            stream,
+            base_offset = first.base_offset,
+            end_offset = last.end_offset,
+            file_bytes = byte_len,
+            input_bytes = bytes_read,
+            "compacted range"
+        );
+        Ok((expected_records, bytes_read))
+    }
+
+    async fn read_slice(&self, entry: &IndexEntry) -> Result<Bytes, CompactorError> {
+        let start = entry.byte_offset;
+        let end = start + u64::from(entry.byte_len);
+        let bytes = self
+            .objects
+            .get_range(&Path::from(entry.object_key.as_str()), start..end)
+            .await?;
+        format::verify_slice(&bytes, entry.byte_len, entry.crc32c)
+            .map_err(|e| CompactorError::Corrupt(format!("{}@{start}: {e}", entry.object_key)))?;
+        if let Some(ms) = (bytes.len() as u64 * 1000).checked_div(self.config.read_bytes_per_sec) {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        Ok(bytes)
+    }
+
+    async fn delete_key(&self, stream: &str, e: &Located) -> Result<(), CompactorError> {
+        match self
+            .meta
+            .delete(&e.key, Expect::Version(e.version_id), Some(stream))
+            .await
+        {
+            Ok(()) | Err(MetaError::KeyNotFound) => Ok(()),
+            // Changed meanwhile (another compactor finished the same step): leave it.
+            Err(MetaError::UnexpectedVersion) => Ok(()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    async fn set_compacted(&self, stream: &str, offset: u64) -> Result<(), CompactorError> {
+        let current = self.compacted_offset(stream).await?;
+        if offset <= current {
+            return Ok(());
+        }
+        self.meta
+            .put(
+                &compacted_key(stream),
+                offset.to_string().into(),
+                PutOptions::partition(stream),
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

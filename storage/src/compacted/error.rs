@@ -1,0 +1,22 @@
+/// Why a compacted file could not be written or read back.
+#[derive(Debug, thiserror::Error)]
+pub enum CompactedError {
+    /// A record batch is malformed (truncated, wrong magic, bad varint, CRC mismatch).
+    #[error("bad record batch: {0}")]
+    BadBatch(String),
+    /// Compressing or decompressing records failed.
+    #[error("compression: {0}")]
+    Compression(String),
+    /// The Parquet library failed, or the file does not have our layout.
+    #[error("parquet: {0}")]
+    Parquet(String),
+    /// A limit was exceeded (decompressed size, records per batch).
+    #[error("limit exceeded: {0}")]
+    Limit(String),
+}
+
+impl From<parquet::errors::ParquetError> for CompactedError {
+    fn from(e: parquet::errors::ParquetError) -> Self {
+        CompactedError::Parquet(e.to_string())
+    }
+}
