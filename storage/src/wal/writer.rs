@@ -142,12 +142,10 @@ impl WalWriter {
         let flush = {
             let mut buffer = self.lock_buffer();
             let key: Arc<str> = Arc::from(stream);
-            let appends = buffer.streams.entry(key.clone()).or_default();
-            if appends.is_empty() {
-                buffer.order.push(key);
+            if !buffer.streams.contains_key(stream) {
+                buffer.order.push(key.clone());
             }
-            let appends = buffer.streams.get_mut(stream).expect("inserted above");
-            appends.push(PendingAppend {
+            buffer.streams.entry(key).or_default().push(PendingAppend {
                 payload,
                 batches,
                 done,
