@@ -154,6 +154,15 @@ impl Catalog {
     }
 
     /// Keeps the newest of the cached and the given version.
+    /// Caches a record this broker just wrote at `version_id`.
+    fn remember_written(&self, name: &str, record: TopicRecord, version_id: i64) -> Arc<Topic> {
+        self.remember(Arc::new(Topic {
+            name: name.to_string(),
+            record,
+            version_id,
+        }))
+    }
+
     fn remember(&self, topic: Arc<Topic>) -> Arc<Topic> {
         let mut topics = self.write_lock();
         match topics.get(&topic.name) {
@@ -206,13 +215,8 @@ impl Catalog {
             .await
         {
             Ok(put) => {
-                let topic = Topic {
-                    name: name.to_string(),
-                    record,
-                    version_id: put.version.version_id,
-                };
-                tracing::info!(topic = name, partitions, id = %topic.record.id, "topic created");
-                Ok(self.remember(Arc::new(topic)))
+                tracing::info!(topic = name, partitions, id = %record.id, "topic created");
+                Ok(self.remember_written(name, record, put.version.version_id))
             }
             Err(MetaError::UnexpectedVersion) => {
                 self.refresh(name).await?;
@@ -248,12 +252,11 @@ impl Catalog {
                 .await
             {
                 Ok(put) => {
-                    let topic = Topic {
-                        name: name.to_string(),
+                    return Ok(Ok(self.remember_written(
+                        name,
                         record,
-                        version_id: put.version.version_id,
-                    };
-                    return Ok(Ok(self.remember(Arc::new(topic))));
+                        put.version.version_id,
+                    )));
                 }
                 Err(MetaError::UnexpectedVersion) => continue,
                 Err(MetaError::KeyNotFound) => {
