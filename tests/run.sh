@@ -24,7 +24,8 @@ cargo test --workspace --locked
 
 step "end-to-end tests with real clients against real broker processes"
 cargo build -p broker -p compactor --locked
-export BROKER_BIN="$PWD/target/debug/broker" COMPACTOR_BIN="$PWD/target/debug/compactor"
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
+export BROKER_BIN="$target_dir/debug/broker" COMPACTOR_BIN="$target_dir/debug/compactor"
 .venv/bin/python -m pytest tests/e2e -q -p no:cacheprovider
 
 step "all tests passed"

@@ -2,6 +2,7 @@
 in-process compactor moves them to Parquet and reclaims the WAL, consumers from offset 0 get
 exactly what was produced, and DuckDB/pyarrow read the same records from the files."""
 
+import os
 import subprocess
 import sys
 import time
@@ -99,7 +100,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def compactor_command(data_dir: Path, *extra: str) -> list:
-    return [str(REPO / "target/debug/compactor"), "--data-dir", str(data_dir),
+    return [os.environ.get("COMPACTOR_BIN", str(REPO / "target/debug/compactor")), "--data-dir", str(data_dir),
             "--object-store", f"file://{data_dir}/objects", "--metastore", "embedded",
             "--min-bytes", "0", "--min-age-ms", "0", "--grace-period-ms", "0", *extra]
 
