@@ -131,6 +131,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         MEMBERSHIP_REFRESH_INTERVAL,
     )
     .await?;
+    let producers =
+        crate::producers::Producers::new(coordination_meta.clone(), membership.generation());
     tracing::info!(%local_addr, advertised = ?node.endpoint, broker_id = node.broker_id, %cluster_id, objects = %object_url, metastore = %config.metastore, "broker listening");
     let broker = Arc::new(Broker {
         config,
@@ -141,7 +143,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         fetch_sessions: crate::fetch_session::FetchSessions::new(FETCH_SESSIONS_MAX),
         groups,
         membership,
-        producers: crate::producers::Producers::new(coordination_meta.clone()),
+        producers,
     });
     let (shutdown, shutdown_rx) = watch::channel(false);
     let compaction = compactor_config.map(|compactor_config| {
@@ -190,6 +192,10 @@ impl Running {
             }
         }
         self.broker.storage.shutdown().await;
+        self.broker
+            .producers
+            .snapshot_all(&self.broker.storage)
+            .await;
         crate::stats::log_object_totals(&self.objects);
         for meta in [&self.coordination_meta, &self.index_meta] {
             if let Err(error) = meta.close().await {

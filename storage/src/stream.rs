@@ -45,6 +45,12 @@ pub fn trim_key(stream: &str) -> String {
     format!("s/{stream}/trim")
 }
 
+/// Key holding a snapshot of the stream's idempotent-producer state. `producers` sorts after
+/// `i.` at the same depth, so it never falls inside the index range `[i-, i.)`.
+pub fn producers_key(stream: &str) -> String {
+    format!("s/{stream}/producers")
+}
+
 /// Parses `<prefix>-<end:%020d>-<cumulative_bytes:%020d>` back into its two numbers.
 pub fn parse_index_key(stream: &str, key: &str) -> Option<(u64, u64)> {
     let rest = key.strip_prefix(&index_range_start(stream))?;
@@ -76,6 +82,25 @@ mod tests {
         );
         assert_eq!(parse_index_key("t-0", &b), Some((12, 50)));
         assert_eq!(parse_index_key("t-1", &b), None);
+    }
+
+    #[test]
+    fn the_producer_snapshot_key_lies_outside_the_index_range() {
+        let key = producers_key("t-0");
+        assert_eq!(
+            compare_keys(&key, &index_range_end("t-0")),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare_keys(&index_range_start("t-0"), &key),
+            Ordering::Less
+        );
+        // Nor inside a neighbouring stream's index range.
+        for other in ["t-1", "t-00", "t"] {
+            let inside = compare_keys(&index_range_start(other), &key) != Ordering::Greater
+                && compare_keys(&key, &index_range_end(other)) == Ordering::Less;
+            assert!(!inside, "{other}");
+        }
     }
 
     #[test]

@@ -16,6 +16,11 @@ from targets import REPO, BrokerProcess, free_port
 
 SERVER_READY_TIMEOUT_S = 60
 BUCKET = "cluster"
+OBJECT_PREFIX = "data"
+# The compactor runs often and compacts anything a couple of seconds old, so tests see data
+# produced during a test compacted (and its WAL objects reclaimed) within seconds.
+COMPACTOR_ENV = {"COMPACTOR_MIN_AGE_MS": "2000", "COMPACTOR_INTERVAL_MS": "1000",
+                 "COMPACTOR_GRACE_PERIOD_MS": "2000"}
 
 
 def _wait_port(port: int, proc: subprocess.Popen, name: str, log: Path) -> None:
@@ -53,9 +58,10 @@ class ClusterBroker(BrokerProcess):
 
     def command(self) -> list:
         binary = os.environ.get("BROKER_BIN", str(REPO / "target/debug/broker"))
-        return [binary, "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
+        # Compaction is the separate compactor process's job in a cluster (as in docker-compose).
+        return [binary, "--listen", self.bootstrap, "--data-dir", str(self.data_dir), "--compaction", "false",
                 "--broker-id", str(self.broker_id), "--rack", self.rack,
-                "--object-store", f"s3://{BUCKET}/data",
+                "--object-store", f"s3://{BUCKET}/{OBJECT_PREFIX}",
                 "--metastore", f"oxia://127.0.0.1:{self.cluster.oxia_port}/default"]
 
     def start(self) -> None:
@@ -135,13 +141,29 @@ class Cluster:
         if binary is None:
             return
         log = self.dir / "compactor.log"
-        env = dict(os.environ, **self.s3_env())
+        env = dict(os.environ, **self.s3_env(), **COMPACTOR_ENV)
         env.setdefault("RUST_LOG", "info")
         with open(log, "wb") as out:
             self.compactor = subprocess.Popen(
                 [str(binary), "--data-dir", str(self.dir / "compactor"), "--object-store", f"s3://{BUCKET}/data",
                  "--metastore", f"oxia://127.0.0.1:{self.oxia_port}/default"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+
+    def object_keys(self, prefix: str) -> set:
+        """Keys under `<OBJECT_PREFIX>/<prefix>/` in the cluster's bucket (a ListObjectsV2 on moto)."""
+        import boto3
+        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{self.s3_port}", aws_access_key_id="test",
+                          aws_secret_access_key="test", region_name="us-east-1")
+        keys = set()
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=f"{OBJECT_PREFIX}/{prefix}/"):
+            keys |= {o["Key"] for o in page.get("Contents", [])}
+        return keys
+
+    def compacted_keys(self) -> set:
+        return self.object_keys("compacted")
+
+    def wal_keys(self) -> set:
+        return self.object_keys("wal")
 
     def wait_members(self, count: int, via=None, timeout_s: float = 30) -> None:
         """Waits until Metadata from `via` (every running broker by default) lists `count` brokers."""

@@ -2,14 +2,16 @@
 leaders by rendezvous hash, zone preference, non-leader produce refused, failover under
 SIGKILL with producers and a consumer group running, and cross-broker visibility delay."""
 
+import json
 import os
 import signal
+import subprocess
 import threading
 import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import wire
@@ -135,7 +137,45 @@ def test_records_acknowledged_by_one_broker_are_soon_fetched_from_another(cluste
     assert p99 < 2000
 
 
+class JavaProducer:
+    """The Java client (idempotence on, acks=all) producing `j:<i>` values fed over stdin as the
+    test goes; it prints each record's partition and offset, in input order, once stdin closes."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        from clients_cli import JavaDriver
+        self.values = []
+        self.proc = subprocess.Popen(
+            JavaDriver.command + ["produce", "--bootstrap", bootstrap, "--topic", topic,
+                                  "--idempotence", "true", "--acks", "all", "--timeout-ms", "120000"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def send(self, i: int) -> None:
+        value = f"j:{i}"
+        self.values.append(value)
+        self.proc.stdin.write(json.dumps({"key": f"j-{i % 50}", "value": value}) + "\n")
+        self.proc.stdin.flush()
+
+    def finish(self) -> dict:
+        """value -> (partition, offset) for every record, once all are acknowledged."""
+        out, err = self.proc.communicate(timeout=180)
+        assert self.proc.returncode == 0, f"java producer failed: {out[-2000:]} {err[-2000:]}"
+        lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+        assert len(lines) == len(self.values)
+        return {v: (r["partition"], r["offset"]) for v, r in zip(self.values, lines)}
+
+
+def compacted_ranges(cluster) -> dict:
+    """partition -> [(base, end)] of the Parquet files in the object store (one topic per cluster)."""
+    ranges = {}
+    for key in cluster.compacted_keys():
+        stream, name = key.split("/")[-2:]
+        base, end = name.removesuffix(".parquet").split("-")
+        ranges.setdefault(int(stream.rsplit("-", 1)[1]), []).append((int(base), int(end)))
+    return ranges
+
+
 def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_record(cluster):
+    assert cluster.compactor is not None, "the compactor binary is missing (cargo build -p compactor)"
     partitions = 6
     topic = make_topic(cluster.bootstrap, partitions)
     group = f"g-{uuid.uuid4().hex[:8]}"
@@ -144,6 +184,7 @@ def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_reco
     stop_producing = threading.Event()
 
     def produce(producer_id: str):
+        # librdkafka with its defaults for idempotence (off) and one request in flight.
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": f"p-{producer_id}",
                              "acks": "all", "linger.ms": 5, "max.in.flight.requests.per.connection": 1,
                              "message.timeout.ms": 120000})
@@ -160,6 +201,15 @@ def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_reco
             i += 1
             time.sleep(0.005)
         producer.flush(120)
+
+    java = JavaProducer(cluster.bootstrap, topic)
+
+    def produce_java():
+        i = 0
+        while not stop_producing.is_set():
+            java.send(i)
+            i += 1
+            time.sleep(0.005)
 
     consumed = {}  # partition -> [(offset, value)]
     stop_consuming = threading.Event()
@@ -178,6 +228,7 @@ def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_reco
         consumer.close()  # commits the final positions
 
     producers = [threading.Thread(target=produce, args=(str(n),)) for n in range(2)]
+    producers.append(threading.Thread(target=produce_java))
     consumers = [threading.Thread(target=consume, args=(n,)) for n in range(2)]
     for t in producers + consumers:
         t.start()
@@ -185,6 +236,10 @@ def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_reco
         time.sleep(5)
         victim = cluster.brokers[1]
         victim.kill(signal.SIGKILL)
+        # Offsets below these were written before the kill; the compactor must get past them.
+        at_kill = {}
+        for p, offset in list(acked.values()):
+            at_kill[p] = max(at_kill.get(p, 0), offset + 1)
         time.sleep(15)  # past the 10 s session timeout: the others drop the victim
         victim.start()
         time.sleep(8)
@@ -192,6 +247,7 @@ def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_reco
         stop_producing.set()
         for t in producers:
             t.join()
+        acked.update(java.finish())
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             seen = {v for records in consumed.values() for _, v in records}
@@ -203,10 +259,12 @@ def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_reco
             t.join()
     assert not errors, errors[:5]
     assert len(acked) > 500
+    assert any(v.startswith("j:") for v in acked)
     seen = {v for records in consumed.values() for _, v in records}
     missing = set(acked) - seen
     assert not missing, f"{len(missing)} acknowledged records never consumed, e.g. {sorted(missing)[:5]}"
     # Per partition, offsets map to one value each, and each producer's records come in order.
+    ends = {}
     for partition, records in consumed.items():
         by_offset = {}
         for offset, value in records:
@@ -219,8 +277,52 @@ def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_reco
         for value, (p, offset) in acked.items():
             if p == partition:
                 assert by_offset.get(offset) == value
-    if cluster.compactor is not None:
-        assert cluster.compactor.poll() is None, "the compactor died"
+        ends[partition] = max(by_offset) + 1
+    # Committed offsets hold: the group's final commits are where its members stopped.
+    check = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    committed = check.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+    check.close()
+    assert {tp.partition: tp.offset for tp in committed} == {p: ends.get(p, -1001) for p in range(partitions)}
+
+    # The compactor kept working: it compacts what was written after the kill...
+    assert cluster.compactor.poll() is None, "the compactor died"
+    ends_acked = {}
+    for p, offset in acked.values():
+        ends_acked[p] = max(ends_acked.get(p, 0), offset + 1)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        ranges = compacted_ranges(cluster)
+        if all(max((e for _, e in ranges.get(p, [])), default=0) >= end for p, end in ends_acked.items()):
+            break
+        time.sleep(1)
+    ranges = compacted_ranges(cluster)
+    for p, end in ends_acked.items():
+        compacted_end = max((e for _, e in ranges.get(p, [])), default=0)
+        assert compacted_end >= end, f"p{p}: compacted up to {compacted_end} of {end} (kill at {at_kill.get(p)})"
+        assert any(e > at_kill.get(p, 0) for _, e in ranges[p]), f"p{p}: nothing after the kill compacted"
+    # ...reclaims the WAL objects nobody references any more...
+    wal_before = cluster.wal_keys()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and wal_before <= cluster.wal_keys():
+        time.sleep(1)
+    wal_after = cluster.wal_keys()
+    assert not wal_before <= wal_after, "no WAL object was reclaimed after compaction"
+    print(f"failover: {len(acked)} acked ({sum(v.startswith('j:') for v in acked)} by java), "
+          f"kill at {at_kill}, compacted {compacted_ranges(cluster)}, "
+          f"wal objects {len(wal_before)} -> {len(wal_after)}")
+    # ...and the compacted ranges read back as what was acknowledged.
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"r-{uuid.uuid4().hex[:8]}",
+                       "enable.auto.commit": False})
+    reader.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    read_back, next_offset, deadline = {}, {}, time.monotonic() + 60
+    while any(next_offset.get(p, 0) < end for p, end in ends_acked.items()) and time.monotonic() < deadline:
+        m = reader.poll(0.5)
+        if m is not None and m.error() is None:
+            read_back[(m.partition(), m.offset())] = m.value().decode()
+            next_offset[m.partition()] = m.offset() + 1
+    reader.close()
+    wrong = [(v, where, read_back.get(where)) for v, where in acked.items() if read_back.get(where) != v]
+    assert not wrong, f"{len(wrong)} acknowledged records read back wrong from compacted ranges: {wrong[:5]}"
 
 
 def test_committed_offsets_hold_when_the_coordinator_is_killed(cluster):

@@ -7,6 +7,7 @@
 //! tick re-registers this broker if its record went missing (an expired session, or a restarted
 //! broker with the same id whose old session expired after the new one wrote the key).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ pub struct Membership {
     meta: Arc<dyn MetaStore>,
     me: Member,
     view: RwLock<Arc<Placement>>,
+    /// Bumped on every view change, for state that is only valid while leadership holds.
+    generation: Arc<AtomicU64>,
     stop: watch::Sender<bool>,
     task: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
@@ -40,6 +43,7 @@ impl Membership {
     ) -> Result<Arc<Membership>, MetaError> {
         let membership = Arc::new(Membership {
             view: RwLock::new(Arc::new(Placement::new(Vec::new(), &me))),
+            generation: Arc::new(AtomicU64::new(0)),
             meta,
             me,
             stop: watch::channel(false).0,
@@ -63,6 +67,11 @@ impl Membership {
     /// The live brokers now (always including this one).
     pub fn placement(&self) -> Arc<Placement> {
         self.view.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// A counter that grows whenever the live-broker view changes.
+    pub fn generation(&self) -> Arc<AtomicU64> {
+        self.generation.clone()
     }
 
     pub fn me(&self) -> &Member {
@@ -148,6 +157,7 @@ impl Membership {
             let ids: Vec<i32> = placement.members().iter().map(|m| m.broker_id).collect();
             tracing::info!(brokers = ?ids, "cluster membership changed");
             *view = placement;
+            self.generation.fetch_add(1, Ordering::AcqRel);
         }
         Ok(())
     }

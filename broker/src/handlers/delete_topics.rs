@@ -79,6 +79,9 @@ async fn delete_one(broker: &Arc<Broker>, name: Option<String>, id: Uuid) -> Del
                 if let Err(error) = broker.storage.delete_stream(&stream).await {
                     tracing::warn!(topic = %name, stream, %error, "cannot forget the index of a deleted partition");
                 }
+                if let Err(error) = broker.producers.forget(&stream).await {
+                    tracing::warn!(topic = %name, stream, %error, "cannot forget the producer state of a deleted partition");
+                }
             }
             result
                 .with_name(Some(topic_name(&name)))

@@ -19,6 +19,15 @@ pub fn follows(last: i32, next: i32) -> bool {
     }
 }
 
+/// How many records a batch from `first` to `last` (inclusive, maybe wrapped) holds.
+pub fn records_between(first: i32, last: i32) -> u64 {
+    if last >= first {
+        (i64::from(last) - i64::from(first) + 1) as u64
+    } else {
+        (i64::from(i32::MAX) - i64::from(first) + 1 + i64::from(last) + 1) as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -30,6 +39,14 @@ mod tests {
         assert_eq!(last_sequence(i32::MAX, 1), i32::MAX);
         assert_eq!(last_sequence(i32::MAX, 2), 0);
         assert_eq!(last_sequence(i32::MAX - 1, 5), 2);
+    }
+
+    #[test]
+    fn records_between_inverts_last_sequence() {
+        for (base, records) in [(0, 1), (5, 10), (i32::MAX, 2), (i32::MAX - 1, 5)] {
+            let last = last_sequence(base, records);
+            assert_eq!(records_between(base, last), records as u64);
+        }
     }
 
     #[test]

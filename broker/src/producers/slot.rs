@@ -37,6 +37,11 @@ impl Slot {
         });
     }
 
+    /// The state now, without waiting.
+    pub fn state(&self) -> SlotState {
+        *self.0.borrow()
+    }
+
     /// The outcome, once there is one.
     pub async fn outcome(&self) -> SlotState {
         let mut rx = self.0.subscribe();

@@ -74,6 +74,26 @@ struct ProducerEntry<S> {
     last_seen_ms: u64,
 }
 
+/// One producer as a snapshot sees it: what [`ProducerTable::export`] gives and
+/// [`ProducerTable::restore`] takes back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProducerView<S> {
+    pub producer_id: i64,
+    pub epoch: i16,
+    pub last_seq: Option<i32>,
+    pub last_seen_ms: u64,
+    /// Retained batches, oldest first.
+    pub batches: Vec<BatchView<S>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchView<S> {
+    pub first_seq: i32,
+    pub last_seq: i32,
+    pub slot: S,
+    pub offset_delta: u64,
+}
+
 pub struct ProducerTable<S> {
     producers: HashMap<i64, ProducerEntry<S>>,
     limits: Limits,
@@ -221,6 +241,70 @@ impl<S: Clone> ProducerTable<S> {
                 before,
             },
             write_time_ms,
+        );
+    }
+
+    /// Every producer with its retained batches, most recently seen first (a snapshot keeps
+    /// a prefix of this when it must be cut to size).
+    pub fn export(&self) -> Vec<ProducerView<S>> {
+        let mut views: Vec<ProducerView<S>> = self
+            .producers
+            .iter()
+            .map(|(id, e)| ProducerView {
+                producer_id: *id,
+                epoch: e.epoch,
+                last_seq: e.last_seq,
+                last_seen_ms: e.last_seen_ms,
+                batches: e
+                    .batches
+                    .iter()
+                    .map(|b| BatchView {
+                        first_seq: b.first_seq,
+                        last_seq: b.last_seq,
+                        slot: b.slot.clone(),
+                        offset_delta: b.offset_delta,
+                    })
+                    .collect(),
+            })
+            .collect();
+        views.sort_by_key(|v| std::cmp::Reverse(v.last_seen_ms));
+        views
+    }
+
+    /// Puts back a producer from a snapshot (state recovery): no checks, expired ones are
+    /// skipped. With `sequence_known` false only the epoch is kept (the snapshot is older than
+    /// the log still replayed, so a later batch may have moved the sequence on unseen).
+    pub fn restore(&mut self, view: ProducerView<S>, sequence_known: bool, now_ms: u64) {
+        if now_ms.saturating_sub(view.last_seen_ms) > self.limits.expiration_ms {
+            return;
+        }
+        self.make_room(now_ms);
+        let batches = if sequence_known {
+            view.batches
+                .into_iter()
+                .rev()
+                .take(RETAINED_BATCHES)
+                .rev()
+                .map(|b| RetainedBatch {
+                    first_seq: b.first_seq,
+                    last_seq: b.last_seq,
+                    write_id: 0,
+                    slot: b.slot,
+                    offset_delta: b.offset_delta,
+                    before: None,
+                })
+                .collect()
+        } else {
+            VecDeque::new()
+        };
+        self.producers.insert(
+            view.producer_id,
+            ProducerEntry {
+                epoch: view.epoch,
+                last_seq: if sequence_known { view.last_seq } else { None },
+                batches,
+                last_seen_ms: view.last_seen_ms,
+            },
         );
     }
 
@@ -448,6 +532,53 @@ mod tests {
             Err(SequenceError::OutOfOrder { .. })
         ));
         assert_eq!(check(&mut t, batch(1, 0, 6, 1), 3), Ok(Verdict::Append));
+    }
+
+    #[test]
+    fn an_exported_table_restores_to_the_same_answers() {
+        let mut t: ProducerTable<u64> = ProducerTable::new(LIMITS);
+        check(&mut t, batch(1, 0, 0, 3), 1).unwrap();
+        check(&mut t, batch(1, 0, 3, 2), 2).unwrap();
+        check(&mut t, batch(2, 4, 10, 1), 3).unwrap();
+        let mut restored: ProducerTable<u64> = ProducerTable::new(LIMITS);
+        for view in t.export() {
+            restored.restore(view, true, 10);
+        }
+        assert_eq!(restored.len(), 2);
+        assert!(matches!(
+            check(&mut restored, batch(1, 0, 3, 2), 9),
+            Ok(Verdict::Duplicate { slot: 2, .. })
+        ));
+        assert!(matches!(
+            check(&mut restored, batch(1, 0, 6, 1), 9),
+            Err(SequenceError::OutOfOrder { .. })
+        ));
+        assert!(matches!(
+            check(&mut restored, batch(2, 3, 0, 1), 9),
+            Err(SequenceError::StaleEpoch { .. })
+        ));
+        assert_eq!(
+            check(&mut restored, batch(2, 4, 11, 1), 9),
+            Ok(Verdict::Append)
+        );
+    }
+
+    #[test]
+    fn a_restore_without_sequences_keeps_only_the_epoch() {
+        let mut t: ProducerTable<u64> = ProducerTable::new(LIMITS);
+        check(&mut t, batch(1, 2, 0, 3), 1).unwrap();
+        let mut restored: ProducerTable<u64> = ProducerTable::new(LIMITS);
+        for view in t.export() {
+            restored.restore(view, false, 10);
+        }
+        assert_eq!(
+            check(&mut restored, batch(1, 2, 40, 1), 2),
+            Ok(Verdict::Append)
+        );
+        assert!(matches!(
+            check(&mut restored, batch(1, 1, 0, 1), 3),
+            Err(SequenceError::StaleEpoch { .. })
+        ));
     }
 
     #[test]

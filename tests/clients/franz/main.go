@@ -2,7 +2,8 @@
 //
 // Usage: franz MODE --bootstrap B --topic T [--flag value]...
 // Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
-// describe-configs, create-partitions, delete-topic. Each result is one JSON object per stdout line;
+// describe-configs, create-partitions, delete-topic, group (a consumer group member, see
+// group.go). Each result is one JSON object per stdout line;
 // a failure prints {"error": "..."} and exits 1.
 package main
 
@@ -86,8 +87,13 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 
-	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(get("bootstrap", "127.0.0.1:9092"), ",")...), kgo.ClientID("e2e-franz")}
+	seeds := strings.Split(get("bootstrap", "127.0.0.1:9092"), ",")
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("e2e-franz")}
 	mode := os.Args[1]
+	if mode == "group" {
+		group(seeds, topic, get("group", ""), get("balancer", "cooperative-sticky"), timeout)
+		return
+	}
 	if mode == "produce" {
 		codec := map[string]kgo.CompressionCodec{
 			"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
