@@ -10,26 +10,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
 use storage::meta::{Comparison, Expect, MetaError, MetaStore, Notification, PutOptions};
+use storage::topics::{topic_key, TopicError, TOPICS_END, TOPICS_PREFIX};
 use uuid::Uuid;
 
-const TOPICS_PREFIX: &str = "topics/";
-/// Upper bound of the `topics/<name>` range in Oxia's slash-aware key order.
-const TOPICS_END: &str = "topics//";
 const SCAN_PAGE: usize = 1000;
 /// Conditional updates retried this many times when another writer wins the race.
 const UPDATE_ATTEMPTS: usize = 16;
 
-/// What the store holds for a topic.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TopicRecord {
-    pub id: Uuid,
-    pub partitions: i32,
-    /// Topic-level overrides only; absent keys take the broker defaults.
-    pub configs: BTreeMap<String, String>,
-    pub created_ms: u64,
-}
+/// What the store holds for a topic (shared with the compactor, which reads retention).
+pub use storage::topics::TopicRecord;
 
 /// A topic as cached, with the store version it was read at.
 #[derive(Debug, Clone)]
@@ -42,7 +32,7 @@ pub struct Topic {
 impl Topic {
     /// The storage stream holding one partition's log (no '/', as stream ids require).
     pub fn stream_id(&self, partition: i32) -> String {
-        format!("{}-{}", self.record.id.simple(), partition)
+        self.record.stream_id(partition)
     }
 }
 
@@ -307,26 +297,20 @@ impl Catalog {
     }
 }
 
-fn topic_key(name: &str) -> String {
-    format!("{TOPICS_PREFIX}{name}")
-}
-
 fn encode(record: &TopicRecord) -> Bytes {
-    // Serialising plain data with string keys cannot fail.
-    Bytes::from(serde_json::to_vec(record).unwrap_or_default())
+    storage::topics::encode(record)
 }
 
 fn decode(key: &str, value: &[u8], version_id: i64) -> Result<Topic, CatalogError> {
-    let corrupt = |reason: String| CatalogError::Corrupt {
-        key: key.to_string(),
-        reason,
-    };
-    let name = key
-        .strip_prefix(TOPICS_PREFIX)
-        .ok_or_else(|| corrupt("not a topic key".into()))?;
-    let record: TopicRecord = serde_json::from_slice(value).map_err(|e| corrupt(e.to_string()))?;
+    let (name, record) = storage::topics::decode(key, value).map_err(|e| match e {
+        TopicError::Corrupt { key, reason } => CatalogError::Corrupt { key, reason },
+        other => CatalogError::Corrupt {
+            key: key.to_string(),
+            reason: other.to_string(),
+        },
+    })?;
     Ok(Topic {
-        name: name.to_string(),
+        name,
         record,
         version_id,
     })

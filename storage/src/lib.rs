@@ -12,6 +12,7 @@ pub mod log;
 pub mod meta;
 pub mod objects;
 pub mod stream;
+pub mod topics;
 pub mod wal;
 
 pub use config::StorageConfig;

@@ -1,6 +1,8 @@
-"""Consumer groups with real clients: three consumers share a six-partition topic while members
-join and leave mid-stream; every produced record is consumed, no partition is owned by two
-members at once, and committed offsets resume exactly after the broker is SIGKILLed."""
+"""Consumer groups with real clients (librdkafka, kafka-python, and the Java client on the classic
+protocol): consumers share a six-partition topic while members join and leave mid-stream; every
+produced record is consumed, no partition is owned by two members at once, and committed offsets
+resume exactly after the broker is SIGKILLed. The Java client's KIP-848 protocol is in
+test_kip848.py."""
 
 import signal
 import threading
@@ -11,6 +13,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from conftest import create_topic, unique_topic
+from java_group import JavaMember, Timeline, describe_group
 
 PARTITIONS = 6
 RECORDS = 3000
@@ -242,3 +245,56 @@ def test_kafka_python_group_commits_and_resumes_after_sigkill(broker_factory):
             fresh.update((r.partition, r.offset) for r in records)
     c.close()
     assert len(fresh) == 30 and all(o >= hw[p] for p, o in fresh)
+
+
+@pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
+def test_java_classic_group_shares_partitions_while_members_come_and_go_and_resumes_after_sigkill(
+        broker_factory, assignor):
+    broker = broker_factory()
+    topic = create_topic(broker.bootstrap, unique_topic("java-groups"), PARTITIONS)
+    group = f"e2e-java-{uuid.uuid4().hex[:8]}"
+    timeline = Timeline()
+    member = lambda name: JavaMember(name, broker.bootstrap, group, topic, timeline, protocol="classic",
+                                     assignor=assignor)
+    total = 1500
+    members = {name: member(name) for name in ("a", "b")}
+    try:
+        producer = threading.Thread(target=produce, args=(broker.bootstrap, topic, total), kwargs={"pace_s": 0.1})
+        producer.start()
+        shared_by = lambda names: lambda: (len(timeline.owners()) == PARTITIONS
+                                           and set(timeline.owners().values()) == set(names))
+        wait_until(shared_by("ab"), 90, "every partition assigned, a and b holding some")
+        wait_until(lambda: len(timeline.seen) > total // 5, 60, "first records consumed")
+        members.pop("a").leave()
+        wait_until(shared_by("b"), 60, "a's partitions taken over by b")
+        members["c"] = member("c")
+        wait_until(shared_by("bc"), 60, "c given its share")
+        producer.join(timeout=180)
+        wait_until(lambda: len(timeline.seen) >= total, 60, "every produced record consumed")
+        hw = high_watermarks(broker.bootstrap, topic)
+        assert timeline.seen == {(p, o) for p, n in hw.items() for o in range(n)}, "a record was never consumed"
+        wait_until(lambda: committed(broker.bootstrap, group, topic) == hw, 30, "offsets committed up to the end")
+        # The Java admin asks ConsumerGroupDescribe first and falls back to DescribeGroups.
+        described = describe_group(broker.bootstrap, group)
+        assert described["type"].lower() == "classic", described
+        assert len(described["members"]) == 2, described
+        for m in members.values():
+            m.leave()
+        members.clear()
+    finally:
+        for m in members.values():
+            m.kill()
+    assert not timeline.violations(), f"partitions owned by two members at once: {timeline.violations()[:5]}"
+
+    broker.kill(signal.SIGKILL)
+    broker.start()
+    assert committed(broker.bootstrap, group, topic) == hw, "committed offsets changed across the restart"
+    produce(broker.bootstrap, topic, 30, start=total)
+    late = Timeline()
+    d = JavaMember("d", broker.bootstrap, group, topic, late, protocol="classic", assignor=assignor)
+    try:
+        wait_until(lambda: len(late.seen) >= 30, 60, "records produced after the restart")
+        d.leave()
+    finally:
+        d.kill()
+    assert len(late.seen) == 30 and all(o >= hw[p] for p, o in late.seen), "the group re-read committed records"

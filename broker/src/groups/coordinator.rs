@@ -12,6 +12,7 @@ use storage::meta::{MetaError, MetaStore};
 use tokio::sync::Mutex;
 
 use super::clock::Clock;
+use super::consumer::{ConsumerCoordinator, ConsumerGroupConfig};
 use super::group::{Group, GroupDescription, GroupState, JoinRequest, Outcome, SyncRequest};
 use super::member::{JoinResponse, SyncResponse};
 use super::store::{CommittedOffset, GroupStore, StoreError};
@@ -33,6 +34,8 @@ pub struct GroupCoordinator {
     clock: Arc<dyn Clock>,
     groups: StdMutex<HashMap<String, SharedGroup>>,
     closed: AtomicBool,
+    /// Groups of the consumer protocol (KIP-848); a group id is one kind or the other.
+    consumer: Arc<ConsumerCoordinator>,
 }
 
 impl GroupCoordinator {
@@ -42,7 +45,7 @@ impl GroupCoordinator {
         config: GroupConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<GroupCoordinator>, StoreError> {
-        let store = GroupStore::new(meta);
+        let store = GroupStore::new(meta.clone());
         let now_ms = clock.now_ms();
         let mut groups = HashMap::new();
         for (group_id, record, version) in store.load_all().await? {
@@ -50,12 +53,15 @@ impl GroupCoordinator {
             groups.insert(group_id, Arc::new(Mutex::new(group)));
         }
         tracing::info!(groups = groups.len(), "group coordinator loaded");
+        let consumer =
+            ConsumerCoordinator::open(meta, ConsumerGroupConfig::default(), clock.clone()).await?;
         let coordinator = Arc::new(GroupCoordinator {
             config,
             store,
             clock,
             groups: StdMutex::new(groups),
             closed: AtomicBool::new(false),
+            consumer,
         });
         let weak = Arc::downgrade(&coordinator);
         let tick_interval = Duration::from_millis(config.tick_interval_ms.max(1));
@@ -80,6 +86,48 @@ impl GroupCoordinator {
         &self.config
     }
 
+    /// The consumer-protocol groups.
+    pub fn consumer(&self) -> &Arc<ConsumerCoordinator> {
+        &self.consumer
+    }
+
+    /// For OffsetFetch v9+: `Err` when `group_id` is a consumer-protocol group and the member
+    /// is not in it at `member_epoch`.
+    pub async fn check_consumer_fetch(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        member_epoch: i32,
+    ) -> Result<(), ResponseError> {
+        if !self.may_be_consumer_group(group_id) {
+            return Ok(());
+        }
+        match self
+            .consumer
+            .check_fetch(group_id, member_id, member_epoch)
+            .await
+        {
+            Some(result) => result,
+            None => Ok(()),
+        }
+    }
+
+    /// A classic group held here, with no consumer group of that id cached, is not a consumer
+    /// group: that spares its commits and fetches a MetaStore read.
+    fn may_be_consumer_group(&self, group_id: &str) -> bool {
+        self.consumer.is_cached(group_id) || !self.groups_lock().contains_key(group_id)
+    }
+
+    /// Whether a classic group with members holds `group_id` (a consumer-protocol member
+    /// cannot join it).
+    pub async fn classic_group_in_use(&self, group_id: &str) -> Result<bool, ResponseError> {
+        let Some(group) = self.existing(group_id).await? else {
+            return Ok(false);
+        };
+        let state = group.lock().await.state();
+        Ok(!matches!(state, GroupState::Empty | GroupState::Dead))
+    }
+
     /// Runs every group's timers once (the timer task calls this every `tick_interval_ms`).
     pub async fn tick_all(&self) {
         for group in self.snapshot() {
@@ -93,6 +141,7 @@ impl GroupCoordinator {
     /// not wait for rebalances, and stops the timers.
     pub async fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
+        self.consumer.shutdown();
         for group in self.snapshot() {
             let mut group = group.lock().await;
             group.fail_waiters(ResponseError::NotCoordinator);
@@ -104,6 +153,15 @@ impl GroupCoordinator {
         let member_id = request.member_id.clone();
         if let Err(error) = self.validate_join(group_id, &request) {
             return JoinResponse::error(error, &member_id);
+        }
+        // An empty consumer-protocol group becomes a classic one; a live one refuses classic
+        // members, as Kafka does without a migration policy.
+        match self.consumer.remove_if_empty(group_id).await {
+            Ok(_) => {}
+            Err(ResponseError::NonEmptyGroup) => {
+                return JoinResponse::error(ResponseError::InconsistentGroupProtocol, &member_id)
+            }
+            Err(error) => return JoinResponse::error(error, &member_id),
         }
         let group = if member_id.is_empty() {
             self.get_or_create(group_id).await
@@ -257,6 +315,17 @@ impl GroupCoordinator {
         if group_id.is_empty() {
             return all(ResponseError::InvalidGroupId);
         }
+        if self.may_be_consumer_group(group_id) {
+            match self
+                .consumer
+                .check_commit(group_id, member_id, generation_id)
+                .await
+            {
+                Some(Ok(())) => return self.write_offsets(group_id, offsets).await,
+                Some(Err(error)) => return all(error),
+                None => {}
+            }
+        }
         let group = match self.existing(group_id).await {
             Ok(Some(group)) => group,
             Ok(None) if generation_id < 0 => match self.get_or_create(group_id).await {
@@ -287,6 +356,14 @@ impl GroupCoordinator {
         if group.store_version.is_none() {
             return all(ResponseError::CoordinatorNotAvailable);
         }
+        self.write_offsets(group_id, offsets).await
+    }
+
+    async fn write_offsets(
+        &self,
+        group_id: &str,
+        offsets: &[CommittedOffset],
+    ) -> Vec<Result<(), ResponseError>> {
         self.store
             .commit_offsets(group_id, offsets)
             .await
@@ -359,6 +436,20 @@ impl GroupCoordinator {
         if group_id.is_empty() {
             return Err(ResponseError::InvalidGroupId);
         }
+        if self.consumer.remove_if_empty(group_id).await? {
+            // Offsets go with the group (and a classic record left from before, if any).
+            let classic = self.existing(group_id).await?;
+            if classic.is_none() {
+                return self
+                    .store
+                    .delete_group(group_id, None)
+                    .await
+                    .map_err(|error| {
+                        tracing::warn!(group = group_id, %error, "group offsets delete failed");
+                        ResponseError::CoordinatorNotAvailable
+                    });
+            }
+        }
         let shared = self
             .existing(group_id)
             .await?
@@ -395,6 +486,22 @@ impl GroupCoordinator {
         if group_id.is_empty() {
             return Err(ResponseError::InvalidGroupId);
         }
+        if let Some(described) = self.consumer.describe(group_id).await? {
+            let subscribed: std::collections::BTreeSet<&str> = described
+                .members
+                .iter()
+                .flat_map(|m| m.member.subscribed.iter().map(String::as_str))
+                .collect();
+            let mut results = Vec::with_capacity(partitions.len());
+            for (topic, partition) in partitions {
+                if subscribed.contains(topic.as_str()) {
+                    results.push(Err(ResponseError::GroupSubscribedToTopic));
+                    continue;
+                }
+                results.push(self.delete_offset(group_id, topic, *partition).await);
+            }
+            return Ok(results);
+        }
         let group = self
             .existing(group_id)
             .await?
@@ -413,13 +520,24 @@ impl GroupCoordinator {
                 results.push(Err(ResponseError::GroupSubscribedToTopic));
                 continue;
             }
-            let result = self.store.delete_offset(group_id, topic, *partition).await.map_err(|error| {
-                tracing::warn!(group = group_id, topic, partition, %error, "offset delete failed");
-                ResponseError::CoordinatorNotAvailable
-            });
-            results.push(result);
+            results.push(self.delete_offset(group_id, topic, *partition).await);
         }
         Ok(results)
+    }
+
+    async fn delete_offset(
+        &self,
+        group_id: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(), ResponseError> {
+        self.store
+            .delete_offset(group_id, topic, partition)
+            .await
+            .map_err(|error| {
+                tracing::warn!(group = group_id, topic, partition, %error, "offset delete failed");
+                ResponseError::CoordinatorNotAvailable
+            })
     }
 
     /// The group if this coordinator or the store knows it.

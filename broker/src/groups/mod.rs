@@ -3,9 +3,11 @@
 //!
 //! - [`group`]: the per-group state machine (pure, driven by an explicit `now_ms`);
 //! - [`coordinator`]: the groups of this broker, locking, timers, persistence;
-//! - [`store`] and [`keys`]: what is stored where.
+//! - [`store`] and [`keys`]: what is stored where;
+//! - [`consumer`]: consumer groups of the KIP-848 protocol, which share the committed offsets.
 
 pub mod clock;
+pub mod consumer;
 pub mod coordinator;
 pub mod group;
 pub mod keys;

@@ -1,5 +1,6 @@
 //! DescribeGroups: state, protocol and members of each group; unknown groups are reported
-//! as Dead (GROUP_ID_NOT_FOUND from v6 on, as in Kafka 4).
+//! as Dead (GROUP_ID_NOT_FOUND from v6 on, as in Kafka 4). Consumer-protocol groups are shown
+//! too, with protocol type "consumer".
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
@@ -21,6 +22,10 @@ pub async fn handle(
         let base = DescribedGroup::default()
             .with_group_id(group_id.clone())
             .with_authorized_operations(AUTHORIZED_OPERATIONS_UNKNOWN);
+        if let Ok(Some(group)) = broker.groups.consumer().describe(&group_id.0).await {
+            groups.push(describe_consumer_group(base, version, group));
+            continue;
+        }
         let described = match broker.groups.describe(&group_id.0).await {
             Ok(Some(group)) => {
                 let members = group
@@ -60,4 +65,32 @@ pub async fn handle(
         groups.push(described);
     }
     DescribeGroupsResponse::default().with_groups(groups)
+}
+
+/// A consumer-protocol group as classic tools see it: its state, protocol type "consumer",
+/// the server assignor as protocol, and members without client metadata.
+fn describe_consumer_group(
+    base: DescribedGroup,
+    version: i16,
+    group: crate::groups::consumer::group::GroupDescription,
+) -> DescribedGroup {
+    let members = group
+        .members
+        .into_iter()
+        .map(|m| {
+            let member = DescribedGroupMember::default()
+                .with_member_id(str_bytes(&m.member.member_id))
+                .with_client_id(str_bytes(&m.member.client_id))
+                .with_client_host(str_bytes(&m.member.client_host));
+            if version >= 4 {
+                member.with_group_instance_id(m.member.instance_id.as_deref().map(str_bytes))
+            } else {
+                member
+            }
+        })
+        .collect();
+    base.with_group_state(str_bytes(group.state.name()))
+        .with_protocol_type(str_bytes("consumer"))
+        .with_protocol_data(str_bytes(group.assignor.name()))
+        .with_members(members)
 }

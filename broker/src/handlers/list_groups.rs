@@ -1,4 +1,5 @@
-//! ListGroups with the state (v4+) and type (v5+) filters; every group here is "classic".
+//! ListGroups with the state (v4+) and type (v5+) filters: classic groups, then groups of the
+//! consumer protocol (KIP-848), which Kafka lists with protocol type and group type "consumer".
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
@@ -6,7 +7,8 @@ use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use super::str_bytes;
 use crate::context::Broker;
 
-const GROUP_TYPE: &str = "classic";
+const CLASSIC: &str = "classic";
+const CONSUMER: &str = "consumer";
 
 pub async fn handle(
     broker: &Broker,
@@ -23,26 +25,36 @@ pub async fn handle(
         .iter()
         .map(|s| s.to_lowercase())
         .collect();
-    if !types.is_empty() && !types.iter().any(|t| t == GROUP_TYPE) {
-        return ListGroupsResponse::default();
+    let wants = |group_type: &str| types.is_empty() || types.iter().any(|t| t == group_type);
+    let mut rows: Vec<(String, String, &'static str, &'static str)> = Vec::new();
+    let consumer_groups = broker.groups.consumer().list().await;
+    if wants(CLASSIC) {
+        for g in broker.groups.list().await {
+            // A consumer group that took over an empty classic group's id shadows it.
+            if !consumer_groups.iter().any(|c| c.group_id == g.group_id) {
+                rows.push((g.group_id, g.protocol_type, g.state.name(), CLASSIC));
+            }
+        }
     }
-    let groups = broker
-        .groups
-        .list()
-        .await
+    if wants(CONSUMER) {
+        for g in consumer_groups {
+            rows.push((g.group_id, CONSUMER.to_string(), g.state.name(), CONSUMER));
+        }
+    }
+    let groups = rows
         .into_iter()
-        .filter(|g| states.is_empty() || states.contains(&g.state.name().to_lowercase()))
-        .map(|g| {
+        .filter(|(_, _, state, _)| states.is_empty() || states.contains(&state.to_lowercase()))
+        .map(|(group_id, protocol_type, state, group_type)| {
             let listed = ListedGroup::default()
-                .with_group_id(GroupId(str_bytes(&g.group_id)))
-                .with_protocol_type(str_bytes(&g.protocol_type));
+                .with_group_id(GroupId(str_bytes(&group_id)))
+                .with_protocol_type(str_bytes(&protocol_type));
             let listed = if version >= 4 {
-                listed.with_group_state(str_bytes(g.state.name()))
+                listed.with_group_state(str_bytes(state))
             } else {
                 listed
             };
             if version >= 5 {
-                listed.with_group_type(str_bytes(GROUP_TYPE))
+                listed.with_group_type(str_bytes(group_type))
             } else {
                 listed
             }

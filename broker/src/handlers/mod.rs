@@ -3,9 +3,12 @@
 
 mod api_versions;
 mod configs;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
+mod delete_records;
 mod delete_topics;
 mod describe_cluster;
 mod describe_groups;
@@ -131,6 +134,18 @@ pub async fn handle(
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(offset_delete::handle(broker, r).await)
         }
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            let client_id = request.header.client_id.as_deref();
+            ResponseKind::ConsumerGroupHeartbeat(
+                consumer_group_heartbeat::handle(broker, client_id, r).await,
+            )
+        }
+        RequestKind::ConsumerGroupDescribe(r) => ResponseKind::ConsumerGroupDescribe(
+            consumer_group_describe::handle(broker, version, r).await,
+        ),
+        RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(
+            delete_records::handle(broker, client_zone(&request.header), r).await,
+        ),
         _ => return Err(HandlerError::NoHandler(request.api_key)),
     };
     Ok(Some(response))

@@ -33,6 +33,18 @@ pub async fn handle(
             });
             let response =
                 OffsetFetchResponseGroup::default().with_group_id(group.group_id.clone());
+            // v9 carries the member of a consumer-protocol group, which must be current.
+            if version >= 9 {
+                let member_id = group.member_id.as_deref().unwrap_or_default();
+                let check = broker
+                    .groups
+                    .check_consumer_fetch(&group.group_id.0, member_id, group.member_epoch)
+                    .await;
+                if let Err(error) = check {
+                    groups.push(response.with_error_code(error.code()));
+                    continue;
+                }
+            }
             groups.push(match fetch(broker, &group.group_id.0, wanted).await {
                 Ok(fetched) => response.with_topics(multi_group_topics(fetched)),
                 Err(error) => response.with_error_code(error.code()),

@@ -7,4 +7,4 @@ mod entry;
 mod store;
 
 pub use entry::{BatchMeta, FileType, IndexEntry, ProducerMeta, BATCHES_PER_ENTRY_MAX};
-pub use store::{Index, LocatedEntry};
+pub use store::{Index, LocatedEntry, StoredEntry};

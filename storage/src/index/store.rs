@@ -17,6 +17,14 @@ pub struct LocatedEntry {
     pub entry: Arc<IndexEntry>,
 }
 
+/// An index record as stored: its key and version (for conditional deletes) and its entry.
+#[derive(Clone, Debug)]
+pub struct StoredEntry {
+    pub key: String,
+    pub version_id: i64,
+    pub located: LocatedEntry,
+}
+
 /// The offset index of every stream, on one MetaStore handle.
 #[derive(Clone)]
 pub struct Index {
@@ -172,6 +180,67 @@ impl Index {
                 Err(MetaError::UnexpectedVersion) | Err(MetaError::KeyNotFound) => continue,
                 Err(e) => return Err(e.into()),
             }
+        }
+    }
+
+    /// Up to `limit` index records in key order, from the first whose end offset is above
+    /// `after`. Unlike [`Index::entries_from`] nothing is resolved: RAW entries a PARQUET entry
+    /// covers (an interrupted compaction swap) are returned too, for callers that clean up.
+    pub async fn records_after(
+        &self,
+        stream: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEntry>, StorageError> {
+        let records = self
+            .meta
+            .range_scan(
+                &stream::index_key_floor(stream, after.saturating_add(1)),
+                &stream::index_range_end(stream),
+                Some(stream),
+                limit,
+            )
+            .await?;
+        records
+            .into_iter()
+            .map(|record| {
+                Ok(StoredEntry {
+                    located: locate(stream, &record.key, &record.value)?,
+                    key: record.key,
+                    version_id: record.version.version_id,
+                })
+            })
+            .collect()
+    }
+
+    /// Deletes one index record if it is still at the version read. The stream's last record
+    /// is never deleted (the sequence put continues from the highest key left; deleting it
+    /// would rewind offsets): it returns `false` then, as when the record is gone or changed.
+    pub async fn delete_record(
+        &self,
+        stream: &str,
+        record: &StoredEntry,
+    ) -> Result<bool, StorageError> {
+        // Appends only add higher keys, so a record below the last key stays below it.
+        let is_below_last = self
+            .last(stream)
+            .await?
+            .is_some_and(|last| last.end_offset > record.located.end_offset);
+        if !is_below_last {
+            return Ok(false);
+        }
+        match self
+            .meta
+            .delete(
+                &record.key,
+                Expect::Version(record.version_id),
+                Some(stream),
+            )
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(MetaError::KeyNotFound) | Err(MetaError::UnexpectedVersion) => Ok(false),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -9,7 +9,8 @@ import java.util.Properties;
 /**
  * Kafka test client driven by the e2e suite. Usage: {@code MODE --bootstrap B --topic T [--flag value]...}.
  * Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
- * describe-configs, create-partitions, delete-topic. Every result is one JSON object per stdout line;
+ * describe-configs, create-partitions, delete-topic, group (a consumer group member), describe-group.
+ * Every result is one JSON object per stdout line;
  * a failure prints {"error": "..."} and exits 1.
  */
 public final class Main {
@@ -31,6 +32,8 @@ public final class Main {
                 case "produce" -> Produce.run(args);
                 case "consume" -> Consume.run(args);
                 case "offsets" -> Consume.offsets(args);
+                case "group" -> Group.run(args);
+                case "describe-group" -> Group.describe(args);
                 case "create-topic", "describe-topic", "describe-configs", "create-partitions", "delete-topic" ->
                     Admin.run(argv[0], args);
                 default -> fail("unknown mode " + argv[0]);

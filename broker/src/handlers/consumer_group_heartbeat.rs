@@ -1,0 +1,164 @@
+//! ConsumerGroupHeartbeat (KIP-848): joins, keeps alive, reconciles and leaves a member of a
+//! consumer-protocol group. The assignment is computed here, on the coordinator.
+
+use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
+use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
+use kafka_protocol::ResponseError;
+
+use super::str_bytes;
+use crate::context::Broker;
+use crate::groups::consumer::assignor::Assignor;
+use crate::groups::consumer::group::{Heartbeat, Refusal, JOIN_EPOCH};
+use crate::groups::consumer::{self, TopicMeta};
+
+pub async fn handle(
+    broker: &Broker,
+    client_id: Option<&str>,
+    request: ConsumerGroupHeartbeatRequest,
+) -> ConsumerGroupHeartbeatResponse {
+    let group_id = request.group_id.0.to_string();
+    let placement = broker.membership.placement();
+    if placement.group_coordinator(&group_id).broker_id != broker.node.broker_id {
+        return refused(
+            ResponseError::NotCoordinator,
+            "not the coordinator of this group",
+        );
+    }
+    let heartbeat = match decode(broker, request) {
+        Ok(heartbeat) => heartbeat,
+        Err(refusal) => return refused(refusal.error, &refusal.message),
+    };
+    if heartbeat.member_epoch == JOIN_EPOCH {
+        match broker.groups.classic_group_in_use(&group_id).await {
+            Ok(false) => {}
+            Ok(true) => {
+                return refused(
+                    ResponseError::GroupIdNotFound,
+                    &format!(
+                        "group {group_id} is a classic group with members, not a consumer group"
+                    ),
+                )
+            }
+            Err(error) => return refused(error, "group unavailable"),
+        }
+    }
+    let heartbeat = Heartbeat {
+        client_id: client_id.unwrap_or_default().to_string(),
+        ..heartbeat
+    };
+    let catalog = broker.catalog.clone();
+    let topics = move |name: &str| {
+        catalog.get(name).map(|t| TopicMeta {
+            id: t.record.id,
+            name: t.name.clone(),
+            partitions: t.record.partitions,
+        })
+    };
+    let interval_ms = broker.groups.consumer().config().heartbeat_interval_ms;
+    match broker
+        .groups
+        .consumer()
+        .heartbeat(&group_id, heartbeat, &topics)
+        .await
+    {
+        Ok(answer) => ConsumerGroupHeartbeatResponse::default()
+            .with_member_id(Some(str_bytes(&answer.member_id)))
+            .with_member_epoch(answer.member_epoch)
+            .with_heartbeat_interval_ms(interval_ms)
+            .with_assignment(answer.assignment.map(|a| {
+                Assignment::default().with_topic_partitions(
+                    a.into_iter()
+                        .map(|(topic_id, partitions)| {
+                            TopicPartitions::default()
+                                .with_topic_id(topic_id)
+                                .with_partitions(partitions.into_iter().collect())
+                        })
+                        .collect(),
+                )
+            })),
+        Err(refusal) => refused(refusal.error, &refusal.message),
+    }
+}
+
+/// Checks the request's shape and turns it into the state machine's input.
+fn decode(broker: &Broker, request: ConsumerGroupHeartbeatRequest) -> Result<Heartbeat, Refusal> {
+    let invalid = |message: &str| Refusal {
+        error: ResponseError::InvalidRequest,
+        message: message.to_string(),
+    };
+    if request.group_id.0.is_empty() {
+        return Err(Refusal {
+            error: ResponseError::InvalidGroupId,
+            message: "group id is empty".into(),
+        });
+    }
+    if request
+        .subscribed_topic_regex
+        .as_ref()
+        .is_some_and(|r| !r.is_empty())
+    {
+        return Err(invalid(
+            "subscriptions by regular expression are not supported; subscribe by topic names",
+        ));
+    }
+    if let Some(name) = &request.server_assignor {
+        if Assignor::parse(name).is_none() {
+            return Err(Refusal {
+                error: ResponseError::UnsupportedAssignor,
+                message: format!("assignor {name} is not supported; use uniform or range"),
+            });
+        }
+    }
+    let config = broker.groups.consumer().config();
+    if let Some(names) = &request.subscribed_topic_names {
+        if names.len() > config.subscribed_topics_max {
+            return Err(invalid("too many subscribed topics"));
+        }
+    }
+    let mut member_id = request.member_id.to_string();
+    if request.member_epoch == JOIN_EPOCH {
+        if request.subscribed_topic_names.is_none() {
+            return Err(invalid(
+                "a joining member must send its subscribed topic names",
+            ));
+        }
+        if member_id.is_empty() {
+            // v0 clients leave the id to the coordinator; v1 clients bring their own.
+            member_id = uuid::Uuid::new_v4().to_string();
+        }
+    } else if member_id.is_empty() {
+        return Err(Refusal {
+            error: ResponseError::UnknownMemberId,
+            message: "member id is empty".into(),
+        });
+    }
+    let owned = request.topic_partitions.map(|topics| {
+        let mut owned = consumer::Assignment::new();
+        for topic in topics {
+            for partition in topic.partitions {
+                consumer::insert(&mut owned, topic.topic_id, partition);
+            }
+        }
+        owned
+    });
+    Ok(Heartbeat {
+        member_id,
+        member_epoch: request.member_epoch,
+        instance_id: request.instance_id.map(|s| s.to_string()),
+        rack_id: request.rack_id.map(|s| s.to_string()),
+        client_id: String::new(),
+        client_host: String::new(),
+        rebalance_timeout_ms: request.rebalance_timeout_ms,
+        subscribed_topic_names: request
+            .subscribed_topic_names
+            .map(|names| names.into_iter().map(|n| n.0.to_string()).collect()),
+        server_assignor: request.server_assignor.map(|s| s.to_string()),
+        owned,
+    })
+}
+
+fn refused(error: ResponseError, message: &str) -> ConsumerGroupHeartbeatResponse {
+    ConsumerGroupHeartbeatResponse::default()
+        .with_error_code(error.code())
+        .with_error_message(Some(str_bytes(message)))
+}
