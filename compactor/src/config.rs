@@ -22,6 +22,12 @@ pub struct CompactorConfig {
     pub compacted_prefix: String,
     /// Pause between passes when running as a service.
     pub interval_ms: u64,
+    /// A task that failed this many times becomes DEAD and is not retried automatically.
+    pub task_attempts_max: u32,
+    /// Wait before the first retry of a failed task; doubles with every further failure...
+    pub retry_backoff_ms: u64,
+    /// ...up to this cap.
+    pub retry_backoff_max_ms: u64,
 }
 
 impl Default for CompactorConfig {
@@ -37,6 +43,9 @@ impl Default for CompactorConfig {
             wal_prefix: "wal".into(),
             compacted_prefix: "compacted".into(),
             interval_ms: 10_000,
+            task_attempts_max: 5,
+            retry_backoff_ms: 1_000,
+            retry_backoff_max_ms: 300_000,
         }
     }
 }

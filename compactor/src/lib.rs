@@ -2,12 +2,18 @@
 //! offset index to them, and reclaims WAL objects nobody references any more.
 //! See `docs/compaction.md` for the swap order and the object lifecycle.
 
+pub mod clock;
 pub mod config;
 pub mod error;
 mod leader;
+mod orphans;
 mod pass;
 mod reclaim;
+mod retention;
+mod scheduler;
 mod swap;
+pub mod tasks;
+mod throttle;
 mod wal_scan;
 
 pub use config::CompactorConfig;

@@ -33,6 +33,24 @@ struct Args {
     grace_period_ms: u64,
     #[arg(long, env = "COMPACTOR_INTERVAL_MS", default_value_t = 10_000)]
     interval_ms: u64,
+    /// A task failing this many times becomes DEAD (not retried automatically).
+    #[arg(long, env = "COMPACTOR_TASK_ATTEMPTS_MAX", default_value_t = 5)]
+    task_attempts_max: u32,
+    /// Wait before the first retry of a failed task; doubles per failure up to the max.
+    #[arg(long, env = "COMPACTOR_RETRY_BACKOFF_MS", default_value_t = 1_000)]
+    retry_backoff_ms: u64,
+    #[arg(
+        long,
+        env = "COMPACTOR_RETRY_BACKOFF_MAX_MS",
+        default_value_t = 300_000
+    )]
+    retry_backoff_max_ms: u64,
+    /// Print the task records (state, range, attempts, errors) and exit.
+    #[arg(long)]
+    list_tasks: bool,
+    /// Put DEAD tasks back to PENDING (attempts reset) and exit.
+    #[arg(long)]
+    retry_dead: bool,
 }
 
 #[tokio::main]
@@ -69,8 +87,25 @@ async fn main() -> anyhow::Result<()> {
         workers: args.workers,
         grace_period_ms: args.grace_period_ms,
         interval_ms: args.interval_ms,
+        task_attempts_max: args.task_attempts_max,
+        retry_backoff_ms: args.retry_backoff_ms,
+        retry_backoff_max_ms: args.retry_backoff_max_ms,
         ..Default::default()
     };
+    if args.list_tasks || args.retry_dead {
+        if args.retry_dead {
+            let n = compactor::tasks::retry_dead(&coord_meta).await?;
+            println!("{n} dead tasks queued again");
+        }
+        if args.list_tasks {
+            for task in compactor::tasks::list_tasks(&coord_meta).await? {
+                println!("{}", task.describe());
+            }
+        }
+        coord_meta.close().await.ok();
+        index_meta.close().await.ok();
+        return Ok(());
+    }
     let compactor = Compactor::new(objects, index_meta.clone(), coord_meta.clone(), config);
     if args.once {
         let report = compactor.run_once().await?;

@@ -2,12 +2,16 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use object_store::ObjectStore;
 use storage::meta::MetaStore;
 
+use crate::clock::{Clock, SystemClock};
+use crate::orphans::OrphanSweeper;
 use crate::reclaim::Reclaimer;
-use crate::swap::{now_ms, StreamCompactor};
+use crate::scheduler::Scheduler;
+use crate::swap::now_ms;
+use crate::tasks::TaskStore;
+use crate::throttle::ReadThrottle;
 use crate::{leader, wal_scan, CompactorConfig, CompactorError};
 
 /// What a pass did, for logs, tests and benchmarks.
@@ -22,6 +26,14 @@ pub struct PassReport {
     pub wal_objects_deleted: u64,
     /// Streams whose compaction failed this pass (retried on the next one).
     pub streams_failed: usize,
+    /// Tasks that finished this pass.
+    pub tasks_done: u64,
+    /// Task attempts that failed this pass (retried after backoff, or dead).
+    pub tasks_failed: u64,
+    /// DEAD tasks on record after this pass (never retried automatically).
+    pub tasks_dead: u64,
+    /// Compacted files no index entry referenced, deleted this pass.
+    pub orphans_deleted: u64,
 }
 
 pub struct Compactor {
@@ -30,6 +42,9 @@ pub struct Compactor {
     coord_meta: Arc<dyn MetaStore>,
     config: CompactorConfig,
     owner: String,
+    clock: Arc<dyn Clock>,
+    /// Shared by every worker of every pass.
+    throttle: ReadThrottle,
 }
 
 impl Compactor {
@@ -40,13 +55,22 @@ impl Compactor {
         config: CompactorConfig,
     ) -> Self {
         let owner = format!("{}-{}", std::process::id(), now_ms());
+        let throttle = ReadThrottle::new(config.read_bytes_per_sec);
         Compactor {
             objects,
             index_meta,
             coord_meta,
             config,
             owner,
+            clock: Arc::new(SystemClock),
+            throttle,
         }
+    }
+
+    /// Uses `clock` for task backoff and grace periods (tests drive it by hand).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     pub async fn run_once(&self) -> Result<PassReport, CompactorError> {
@@ -83,44 +107,35 @@ impl Compactor {
         let mut streams: Vec<String> = wal.iter().flat_map(|o| o.streams.clone()).collect();
         streams.sort();
         streams.dedup();
-        report.streams = streams.len();
-        let streams: Vec<String> = streams;
-        let now = now_ms();
-        let compactor = StreamCompactor {
+        let scheduler = Scheduler {
             objects: &self.objects,
-            meta: &self.index_meta,
+            index_meta: &self.index_meta,
+            coord_meta: &self.coord_meta,
+            config: &self.config,
+            owner: &self.owner,
+            clock: self.clock.as_ref(),
+            throttle: &self.throttle,
+        };
+        scheduler.run(streams, report).await?;
+        crate::retention::enforce(&self.index_meta, &self.coord_meta, self.clock.now_ms()).await;
+        let sweeper = OrphanSweeper {
+            objects: &self.objects,
+            index_meta: &self.index_meta,
+            coord_meta: &self.coord_meta,
             config: &self.config,
         };
-        let results: Vec<_> = futures::stream::iter(streams)
-            .map(|s| {
-                let compactor = &compactor;
-                async move {
-                    let result = compactor.run(&s, now).await;
-                    (s, result)
-                }
-            })
-            .buffer_unordered(self.config.workers.max(1))
-            .collect()
-            .await;
-        for (stream, result) in results {
-            match result {
-                Ok(r) => {
-                    report.files_written += r.files_written;
-                    report.records_compacted += r.records_compacted;
-                    report.bytes_read += r.bytes_read;
-                }
-                Err(e) => {
-                    report.streams_failed += 1;
-                    tracing::warn!(stream = %stream, error = %e, "stream compaction failed; will retry");
-                }
-            }
+        let tasks = TaskStore {
+            meta: &self.coord_meta,
         }
+        .list()
+        .await?;
+        report.orphans_deleted = sweeper.run(&tasks, self.clock.now_ms()).await?;
         let reclaimer = Reclaimer {
             objects: &self.objects,
             meta: &self.index_meta,
             config: &self.config,
         };
-        report.wal_objects_deleted = reclaimer.run(&wal, now_ms()).await?;
+        report.wal_objects_deleted = reclaimer.run(&wal, self.clock.now_ms()).await?;
         Ok(())
     }
 }

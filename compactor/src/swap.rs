@@ -7,7 +7,6 @@
 //! the stream's offset sequence never rewinds.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::path::Path;
@@ -17,32 +16,27 @@ use storage::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 use storage::wal::format;
 use storage::{stream, FileType, IndexEntry};
 
+use crate::throttle::ReadThrottle;
 use crate::{CompactorConfig, CompactorError};
 
 /// Index records scanned per page.
 const SCAN_PAGE_RECORDS: usize = 1024;
 
 #[derive(Clone, Debug)]
-struct Located {
+pub struct Located {
     key: String,
     version_id: i64,
-    base_offset: u64,
-    end_offset: u64,
-    entry: IndexEntry,
-}
-
-/// What one stream's compaction did.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct StreamReport {
-    pub files_written: u64,
-    pub records_compacted: u64,
-    pub bytes_read: u64,
+    pub base_offset: u64,
+    pub end_offset: u64,
+    pub entry: IndexEntry,
 }
 
 pub struct StreamCompactor<'a> {
     pub objects: &'a Arc<dyn ObjectStore>,
     pub meta: &'a Arc<dyn MetaStore>,
     pub config: &'a CompactorConfig,
+    /// Shared by all workers: `read_bytes_per_sec` bounds their sum.
+    pub throttle: &'a ReadThrottle,
 }
 
 pub fn compacted_key(stream: &str) -> String {
@@ -50,22 +44,12 @@ pub fn compacted_key(stream: &str) -> String {
 }
 
 impl StreamCompactor<'_> {
-    pub async fn run(&self, stream: &str, now_ms: u64) -> Result<StreamReport, CompactorError> {
-        let mut report = StreamReport::default();
-        loop {
-            let start = self.compacted_offset(stream).await?;
-            let entries = self.scan(stream, start).await?;
-            let entries = self
-                .finish_interrupted_swaps(stream, start, entries)
-                .await?;
-            let Some(range) = self.due_range(&entries, now_ms) else {
-                return Ok(report);
-            };
-            let read = self.compact_range(stream, range).await?;
-            report.files_written += 1;
-            report.records_compacted += read.0;
-            report.bytes_read += read.1;
-        }
+    /// The stream's first uncompacted offset and its index entries from there (a page at
+    /// most), after finishing any swap a crash interrupted.
+    pub async fn prepare(&self, stream: &str) -> Result<(u64, Vec<Located>), CompactorError> {
+        let start = self.compacted_offset(stream).await?;
+        let entries = self.scan(stream, start).await?;
+        self.finish_interrupted_swaps(stream, start, entries).await
     }
 
     async fn compacted_offset(&self, stream: &str) -> Result<u64, CompactorError> {
@@ -114,13 +98,14 @@ impl StreamCompactor<'_> {
     }
 
     /// Steps 3 and 4 of a swap that a crash interrupted: RAW keys a PARQUET entry covers are
-    /// deleted and the compacted offset moves past leading PARQUET entries.
+    /// deleted and the compacted offset moves past leading PARQUET entries. Returns the new
+    /// compacted offset and the entries above it.
     async fn finish_interrupted_swaps(
         &self,
         stream: &str,
         start: u64,
         entries: Vec<Located>,
-    ) -> Result<Vec<Located>, CompactorError> {
+    ) -> Result<(u64, Vec<Located>), CompactorError> {
         let mut kept: Vec<Located> = Vec::with_capacity(entries.len());
         for e in entries {
             if e.entry.file_type == FileType::Parquet {
@@ -142,14 +127,15 @@ impl StreamCompactor<'_> {
         if compacted > start {
             self.set_compacted(stream, compacted).await?;
         }
-        Ok(kept
+        let above = kept
             .into_iter()
             .skip_while(|e| e.end_offset <= compacted)
-            .collect())
+            .collect();
+        Ok((compacted, above))
     }
 
     /// The leading contiguous RAW entries, if they are due, capped by the file limits.
-    fn due_range<'e>(&self, entries: &'e [Located], now_ms: u64) -> Option<&'e [Located]> {
+    pub fn due_range<'e>(&self, entries: &'e [Located], now_ms: u64) -> Option<&'e [Located]> {
         let (mut bytes, mut batches, mut oldest_ms, mut n) = (0u64, 0usize, u64::MAX, 0usize);
         for (i, e) in entries.iter().enumerate() {
             if e.entry.file_type != FileType::Raw {
@@ -174,7 +160,7 @@ impl StreamCompactor<'_> {
     }
 
     /// Steps 1 to 4 for one range. Returns (records, bytes read).
-    async fn compact_range(
+    pub async fn compact_range(
         &self,
         stream: &str,
         range: &[Located],
@@ -263,15 +249,13 @@ impl StreamCompactor<'_> {
     async fn read_slice(&self, entry: &IndexEntry) -> Result<Bytes, CompactorError> {
         let start = entry.byte_offset;
         let end = start + u64::from(entry.byte_len);
+        self.throttle.acquire(u64::from(entry.byte_len)).await;
         let bytes = self
             .objects
             .get_range(&Path::from(entry.object_key.as_str()), start..end)
             .await?;
         format::verify_slice(&bytes, entry.byte_len, entry.crc32c)
             .map_err(|e| CompactorError::Corrupt(format!("{}@{start}: {e}", entry.object_key)))?;
-        if let Some(ms) = (bytes.len() as u64 * 1000).checked_div(self.config.read_bytes_per_sec) {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-        }
         Ok(bytes)
     }
 

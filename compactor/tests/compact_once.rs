@@ -136,12 +136,15 @@ fn config() -> CompactorConfig {
     config_with_files_of(12)
 }
 
+/// A simulated crash surfaces as a failed task: retried on the very next pass, never dead.
 fn config_with_files_of(batches: usize) -> CompactorConfig {
     CompactorConfig {
         min_bytes: 0,
         min_age_ms: 0,
         file_batches_max: batches,
         grace_period_ms: 0,
+        retry_backoff_ms: 0,
+        task_attempts_max: u32::MAX,
         ..CompactorConfig::default()
     }
 }

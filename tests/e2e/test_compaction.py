@@ -13,7 +13,8 @@ from confluent_kafka import Consumer, Producer
 
 from conftest import create_topic, unique_topic
 
-RECORDS_PER_CODEC = 5000
+RECORDS = 100_000
+PARTITIONS = 2
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 FAST_COMPACTION = ("--compaction-min-age-ms 0 --compaction-grace-period-ms 0 "
                    "--compaction-interval-ms 300")
@@ -24,18 +25,43 @@ def files(root: Path, prefix: str) -> list:
     return [p for p in base.rglob("*") if p.is_file()] if base.exists() else []
 
 
-def produce(bootstrap: str, topic: str) -> list:
-    sent = []
+def expected_records() -> list:
+    """[partition] -> [(offset, key, value, headers)] in produce order; keys repeat, codecs mix."""
+    out = [[] for _ in range(PARTITIONS)]
+    per_codec = RECORDS // len(CODECS)
     for codec in CODECS:
-        p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5})
-        for i in range(RECORDS_PER_CODEC):
-            key, value = f"{codec}-{i % 700}".encode(), f"{codec}-value-{i}".encode() * 3
-            p.produce(topic, key=key, value=value, headers=[("codec", codec.encode())])
-            sent.append((key, value))
-            if i % 1000 == 0:
-                p.poll(0)
-        assert p.flush(30) == 0
-    return sent
+        for i in range(per_codec):
+            part = out[i % PARTITIONS]
+            key, value = f"{codec}-{i % 1400}", f"{codec}-value-{i}-" + "x" * (i % 64)
+            part.append((len(part), key, value, [["codec", codec]]))
+    return out
+
+
+def produce(bootstrap: str, topic: str, expected: list) -> None:
+    """Bulk produce, one producer per codec, in the order `expected` lists (per partition)."""
+    per_codec = RECORDS // len(CODECS)
+    cursor = [0] * PARTITIONS
+    for codec in CODECS:
+        p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20,
+                      "batch.num.messages": 2000, "acks": "all", "enable.idempotence": True})
+        failures = []
+
+        def on_delivery(err, _msg):
+            if err is not None:
+                failures.append(err)
+
+        for i in range(per_codec):
+            part = i % PARTITIONS
+            _, key, value, headers = expected[part][cursor[part]]
+            cursor[part] += 1
+            while True:
+                try:
+                    p.produce(topic, key=key.encode(), value=value.encode(), partition=part,
+                              headers=[(k, v.encode()) for k, v in headers], on_delivery=on_delivery)
+                    break
+                except BufferError:  # local queue full: let deliveries drain
+                    p.poll(0.05)
+        assert p.flush(60) == 0 and not failures, failures[:3]
 
 
 def consume_all(bootstrap: str, topic: str, count: int) -> list:
@@ -50,6 +76,10 @@ def consume_all(bootstrap: str, topic: str, count: int) -> list:
         got.append((m.offset(), m.key(), m.value(), m.headers()))
     c.close()
     return got
+
+
+def as_tuples(records: list) -> list:
+    return [(r["offset"], r["key"], r["value"], [list(h) for h in r["headers"]]) for r in records]
 
 
 def wait_until(condition, timeout_s: float, what: str) -> None:
@@ -69,31 +99,50 @@ def ensure_table_readers():
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "duckdb", "pyarrow"], check=True)
 
 
-def test_compacted_records_read_back_exactly_and_wal_objects_are_gone(broker_factory, target, monkeypatch):
+def test_100k_compacted_records_read_back_exactly_by_every_client_and_duckdb(broker_factory, target,
+                                                                              monkeypatch):
     if target != "ours":
         pytest.skip("compaction is ours")
+    from clients_cli import JavaDriver
+    from clients_py import ConfluentDriver, KafkaPythonDriver
+
     monkeypatch.setenv("BROKER_ARGS", FAST_COMPACTION)
     b = broker_factory()
-    topic = create_topic(b.bootstrap, unique_topic("compaction"))
-    sent = produce(b.bootstrap, topic)
-    wait_until(lambda: not files(b.data_dir, "wal") and files(b.data_dir, "compacted"), 60,
+    topic = create_topic(b.bootstrap, unique_topic("compaction"), PARTITIONS)
+    expected = expected_records()
+    produce(b.bootstrap, topic, expected)
+    wait_until(lambda: not files(b.data_dir, "wal") and files(b.data_dir, "compacted"), 120,
                "wal objects to be compacted and reclaimed")
+    listed = subprocess.run(compactor_command(b.data_dir, "--list-tasks"), capture_output=True, text=True,
+                            check=True).stdout
+    assert listed.strip() == "", f"task records left behind:\n{listed}"
 
-    got = consume_all(b.bootstrap, topic, len(sent))
-    assert [o for o, *_ in got] == list(range(len(sent))), "offsets lost, duplicated or reordered"
-    assert [(k, v) for _, k, v, _ in got] == sent
-    assert all(h == [("codec", k.split(b"-")[0])] for _, k, _, h in got)
+    # Every client, from offset 0, record by record, all from Parquet now.
+    for driver_class in (ConfluentDriver, JavaDriver, KafkaPythonDriver):
+        driver = driver_class(b.bootstrap)
+        for part in range(PARTITIONS):
+            want = expected[part]
+            got = as_tuples(driver.consume(topic, part, 0, len(want), timeout_s=90))
+            assert len(got) == len(want), f"{driver.name} partition {part}: {len(got)} of {len(want)}"
+            for i, (g, w) in enumerate(zip(got, want)):
+                assert g == w, f"{driver.name} partition {part} record {i}: {g} != {w}"
 
     ensure_table_readers()
     import duckdb
     import pyarrow.parquet as pq
-    parquet = [str(p) for p in files(b.data_dir, "compacted") if p.suffix == ".parquet"]
-    assert parquet
-    rows = duckdb.sql(f"select count(*), count(distinct key) from read_parquet({parquet!r})").fetchall()[0]
-    assert rows == (len(sent), len({k for k, _ in sent}))
-    keys = duckdb.sql(f'select key from read_parquet({parquet!r}) order by "offset"').fetchall()
-    assert [bytes(k) for (k,) in keys] == [k for k, _ in sent]
-    assert sum(pq.ParquetFile(p).metadata.num_rows for p in parquet) == len(sent)
+    parquet = [p for p in files(b.data_dir, "compacted") if p.suffix == ".parquet"]
+    by_partition = {}
+    for p in parquet:  # compacted/<topic id>-<partition>/<base>-<end>.parquet
+        by_partition.setdefault(int(p.parent.name.rsplit("-", 1)[1]), []).append(str(p))
+    assert sorted(by_partition) == list(range(PARTITIONS))
+    everything = [str(p) for p in parquet]
+    rows = duckdb.sql(f"select count(*), count(distinct key) from read_parquet({everything!r})").fetchall()[0]
+    all_keys = {k for part in expected for _, k, _, _ in part}
+    assert rows == (RECORDS, len(all_keys))
+    for part, paths in by_partition.items():
+        keys = duckdb.sql(f'select "offset", key from read_parquet({paths!r}) order by "offset"').fetchall()
+        assert [(o, bytes(k).decode()) for o, k in keys] == [(o, k) for o, k, _, _ in expected[part]]
+    assert sum(pq.ParquetFile(p).metadata.num_rows for p in everything) == RECORDS
 
 
 REPO = Path(__file__).resolve().parents[2]
