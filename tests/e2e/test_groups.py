@@ -10,12 +10,14 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from conftest import create_topic, unique_topic
 from java_group import JavaMember, Timeline, describe_group
 
 PARTITIONS = 6
+COORDINATOR_LOADING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                       KafkaError.COORDINATOR_NOT_AVAILABLE)
 RECORDS = 3000
 
 
@@ -118,10 +120,21 @@ class GroupMember:
 
 
 def committed(bootstrap, group, topic):
+    """Committed offsets; a coordinator that is still loading after a restart (Kafka answers
+    NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS for a while) is asked again."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + 30
     try:
-        return {tp.partition: tp.offset
-                for tp in c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=20)}
+        while True:
+            try:
+                return {tp.partition: tp.offset
+                        for tp in c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
+                                              timeout=20)}
+            except KafkaException as e:
+                if not e.args[0].retriable() and e.args[0].code() not in COORDINATOR_LOADING \
+                        or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         c.close()
 
