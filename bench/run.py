@@ -73,6 +73,23 @@ class Process:
         self.hwm_kib = 0
         self.proc = None
         self.object_store = None
+        self.data_dir = None
+
+    def wal_objects(self):
+        """WAL objects in our broker's store: with in-process compaction off, nothing deletes
+        them during a run, so the difference across a workload is the PUTs it caused."""
+        if self.data_dir is None:
+            return None
+        if self.object_store is None:
+            root = os.path.join(self.data_dir, "objects", "wal")
+            return sum(len(files) for _, _, files in os.walk(root))
+        import boto3
+        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{S3_PORT}", region_name="us-east-1",
+                          aws_access_key_id="bench", aws_secret_access_key="bench")
+        count = 0
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket="bench", Prefix="wal/"):
+            count += sum(1 for o in page.get("Contents", []) if o["Key"].endswith(".wal"))
+        return count
 
     def start(self):
         with socket.socket() as s:
@@ -170,12 +187,15 @@ boto3.client('s3', endpoint_url='http://127.0.0.1:{S3_PORT}', region_name='us-ea
 
 def start_ours(directory, object_store, env):
     os.makedirs(directory)
+    # In-process compaction off: the WAL catch-up then reads WAL objects, and the Parquet one
+    # reads what the `compactor` binary wrote (run between the two).
     argv = [BROKER_BIN, "--listen", BOOTSTRAP, "--data-dir", directory,
-            "--group-initial-rebalance-delay-ms", "0"]
+            "--group-initial-rebalance-delay-ms", "0", "--compaction", "false"]
     if object_store:
         argv += ["--object-store", object_store]
     process = Process("ours", argv, os.path.join(directory, "broker.log"), env)
     process.object_store = object_store
+    process.data_dir = directory
     process.start()
     return process
 
@@ -300,9 +320,12 @@ def measured(process, results, key, produce_mib, fn):
     """Runs one workload and records its result plus the broker CPU seconds it used."""
     log(f"{process.name}: {key}")
     before = process.cpu_s()
+    objects_before = process.wal_objects()
     started = time.monotonic()
     result = fn()
     result["wall_s"] = round(time.monotonic() - started, 1)
+    if objects_before is not None and produce_mib:
+        result["wal_puts"] = process.wal_objects() - objects_before
     result["broker_cpu_s"] = round(process.cpu_s() - before, 2)
     result["produced_mib"] = produce_mib
     process.sample_hwm()
@@ -346,6 +369,7 @@ def workloads(process, classpath, fixed_rate, restart, compact=None):
     if process.name == "kafka":
         # Kafka has no Parquet tier: its log catch-up is the figure to compare with.
         results["catchup_parquet"] = dict(results["catchup_java"])
+        results["catchup_parquet_rdk"] = dict(results["catchup_rdk"])
     elif compact is not None and os.path.exists(COMPACTOR_BIN):
         log(f"{process.name}: compacting")
         compact_error = compact()
@@ -355,6 +379,8 @@ def workloads(process, classpath, fixed_rate, restart, compact=None):
         else:
             measured(process, results, "catchup_parquet", 0,
                      lambda: consumer_perf(classpath, "max-java", RECORDS))
+            measured(process, results, "catchup_parquet_rdk", 0,
+                     lambda: rdk("consume", "max-rdk", "--count", str(RECORDS)))
     measured(process, results, "e2e_java", E2E_JAVA_RECORDS * RECORD_BYTES / 2**20,
              lambda: end_to_end_java(classpath, "e2e-java"))
     measured(process, results, "e2e_rdk", E2E_RDK_RATE * E2E_RDK_S * RECORD_BYTES / 2**20,
@@ -455,11 +481,16 @@ def table(summaries):
         figure(f"catch-up consume MiB/s from WAL/log ({client})", r(f"catchup_{suffix}", "mib_per_s"))
         for p in ("p50", "p99", "p999"):
             figure(f"end-to-end {p} ms ({client})", r(f"e2e_{suffix}", f"{p}_ms"))
-    figure("catch-up consume MiB/s from Parquet", lambda s: s["results"]["catchup_parquet"]["mib_per_s"])
+    figure("catch-up consume MiB/s from Parquet (Java)", lambda s: s["results"]["catchup_parquet"]["mib_per_s"])
+    figure("catch-up consume MiB/s from Parquet (librdkafka)",
+           lambda s: s["results"]["catchup_parquet_rdk"]["mib_per_s"])
     figure("broker CPU s (whole run)", lambda s: s["cpu_s"])
     figure("broker CPU s per GiB produced", lambda s: s["cpu_s"] / produced_gib(s), 2)
     figure("broker peak RSS MiB (VmHWM)", lambda s: s["peak_rss_mib"])
-    figure("object PUTs per GiB produced", lambda s: s["objects"]["puts"] / produced_gib(s), 1)
+    figure("object PUTs per GiB produced (whole run, broker)", lambda s: s["objects"]["puts"] / produced_gib(s), 1)
+    figure("WAL PUTs per GiB, max-throughput workloads (max, defaults, 100 partitions)",
+           lambda s: puts_per_gib(s, HIGH_RATE), 1)
+    figure("WAL PUTs per GiB, fixed-rate and end-to-end workloads", lambda s: puts_per_gib(s, LOW_RATE), 1)
     figure("object GETs per GiB consumed in catch-up",
            lambda s: s["objects"]["gets"] / consumed_gib(s), 1)
     header = ["figure"] + names + [f"{n}/kafka" for n in ("ours-file", "ours-s3") if n in names and "kafka" in names]
@@ -468,12 +499,22 @@ def table(summaries):
     return "\n".join(lines)
 
 
+HIGH_RATE = ("max_java", "max_rdk", "default_java", "default_rdk", "p100_java", "p100_rdk")
+LOW_RATE = ("latency_java", "latency_rdk", "e2e_java", "e2e_rdk")
+
+
+def puts_per_gib(summary, keys):
+    rows = [summary["results"][k] for k in keys if "wal_puts" in summary["results"][k]]
+    return sum(r["wal_puts"] for r in rows) / (sum(r["produced_mib"] for r in rows) / 1024)
+
+
 def produced_gib(summary):
     return sum(r.get("produced_mib", 0) for r in summary["results"].values() if "error" not in r) / 1024
 
 
 def consumed_gib(summary):
-    return sum(summary["results"][k].get("records", 0) for k in ("catchup_java", "catchup_rdk")) * RECORD_BYTES / 2**30
+    keys = ("catchup_java", "catchup_rdk", "catchup_parquet", "catchup_parquet_rdk")
+    return sum(summary["results"].get(k, {}).get("records", 0) for k in keys) * RECORD_BYTES / 2**30
 
 
 def machine():
@@ -519,7 +560,8 @@ def main():
         log(f"=== {name}")
         summaries[name], fixed_rate = bench_broker(name, classpath, fixed_rate)
         for summary in summaries.values():
-            summary["results"].setdefault("catchup_parquet", {"error": "not measured: no compactor binary"})
+            for key in ("catchup_parquet", "catchup_parquet_rdk"):
+                summary["results"].setdefault(key, {"error": "not measured: no compactor binary"})
         with open(os.path.join(WORK, "results.json"), "w") as f:
             json.dump(summaries, f, indent=2)
     elapsed_min = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds() / 60
@@ -541,7 +583,8 @@ Generated by `{(command + ' ') if command else ''}bench/run.sh` on {started:%Y-%
 - machine: {machine()}, shared with other builds while measuring (figures are noisy)
 - ours: commit {v['ours']}, release build; local-folder store (`file://`, fsync on) with
   defaults (flush interval 10 ms); S3 store on moto {v['moto']} (in-memory S3 emulator, Python) on
-  loopback with defaults (flush interval 250 ms)
+  loopback with defaults (flush interval 250 ms); in-process compaction off (`--compaction
+  false`), the `compactor` binary runs once before the Parquet catch-up
 - Apache Kafka {v['kafka']} single-node KRaft from Maven Central jars, {v['java']},
   JVM flags of `kafka-server-start.sh` (`{' '.join(KAFKA_JVM[:3])} ... G1`); log flush left to the
   OS as Kafka does by default (ours fsyncs every local object before acking)
@@ -552,7 +595,9 @@ Workloads (scaled down to fit ~30 minutes on 2 vCPUs): 1 KiB records; {RECORDS} 
 throughput workload ({RECORDS * RECORD_BYTES / 2**20:.0f} MiB; the issue's 2 GiB catch-up is scaled to this);
 8 partitions except the 100-partition test (4 producers of {RECORDS // 4} records each);
 fixed-rate latency at {fixed_rate} records/s (a third of Kafka's Java maximum) for {LATENCY_S} s;
-catch-up consume reads the max-throughput topics after a broker restart (our caches cold);
+catch-up consume reads the max-throughput topics after a broker restart (our caches cold), first
+from the WAL objects, then again after `compactor --once` rewrote them to Parquet;
+WAL PUTs per workload are WAL objects created during it (counted in the store);
 end-to-end: Java `EndToEndLatency` ({E2E_JAVA_RECORDS} records, one at a time, acks=all) and
 librdkafka at {E2E_RDK_RATE} records/s for {E2E_RDK_S} s. MiB/s are client-side figures; for the
 Java consumer, `fetch.MB.sec` (group join excluded). Ratios are ours/Kafka: above 1 is better for

@@ -17,6 +17,10 @@ pub struct StorageConfig {
     pub write_cache_bytes: usize,
     /// Bytes of slices read back from the object store kept in memory.
     pub read_cache_bytes: usize,
+    /// Bytes of batches rebuilt from compacted files kept in memory (whole row groups).
+    pub compacted_cache_bytes: usize,
+    /// Bytes of parsed compacted-file footers kept in memory.
+    pub compacted_footer_cache_bytes: usize,
     /// An append not acknowledged within this time fails with `Timeout`.
     pub add_entry_timeout_ms: u64,
     /// Index entries kept in memory per stream (the tail of its index).
@@ -38,6 +42,8 @@ impl Default for StorageConfig {
             max_puts_in_flight: 16,
             write_cache_bytes: 128 << 20,
             read_cache_bytes: 256 << 20,
+            compacted_cache_bytes: 128 << 20,
+            compacted_footer_cache_bytes: 16 << 20,
             add_entry_timeout_ms: 30_000,
             index_cache_entries_per_stream: 1024,
             wal_prefix: "wal".to_string(),

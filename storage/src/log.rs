@@ -9,7 +9,8 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::sync::watch;
 
-use crate::cache::{subslice, ReadCache, WriteCache};
+use crate::cache::{subslice, FooterCache, ReadCache, RebuiltCache, WriteCache};
+use crate::compacted::{Footer, ParsedTail, RebuildOptions, RebuiltGroup, FOOTER_PREFETCH_BYTES};
 use crate::config::StorageConfig;
 use crate::error::StorageError;
 use crate::index::{BatchMeta, FileType, Index, LocatedEntry, BATCHES_PER_ENTRY_MAX};
@@ -20,8 +21,6 @@ use crate::wal::writer::{CommitListener, WalWriter};
 
 /// Index entries fetched from the MetaStore per lookup.
 const INDEX_PAGE_ENTRIES: usize = 64;
-/// Bytes of batches rebuilt from a compacted file per read (at least one batch).
-const COMPACTED_READ_BYTES: usize = 1 << 20;
 
 /// How stale a stream's bounds may get before a read at its end re-reads the index: other
 /// brokers' appends are only seen this way. Also the period of the poll that wakes long polls
@@ -227,6 +226,8 @@ pub struct Storage {
     writer: Arc<WalWriter>,
     write_cache: Arc<WriteCache>,
     read_cache: ReadCache,
+    footer_cache: FooterCache,
+    rebuilt_cache: RebuiltCache,
     streams: Arc<Streams>,
 }
 
@@ -258,6 +259,8 @@ impl Storage {
         );
         let storage = Arc::new(Storage {
             read_cache: ReadCache::new(config.read_cache_bytes),
+            footer_cache: FooterCache::new(config.compacted_footer_cache_bytes),
+            rebuilt_cache: RebuiltCache::new(config.compacted_cache_bytes),
             config,
             objects,
             index,
@@ -363,7 +366,9 @@ impl Storage {
         // At or past the end this broker knows: another broker may have appended since.
         if offset > bounds.high_watermark {
             bounds = self.refresh_bounds(stream).await?;
-        } else if offset == bounds.high_watermark {
+        } else {
+            // At the end: appends made elsewhere; below it: a trim made elsewhere (retention,
+            // DeleteRecords on another broker) must refuse reads here too, within a refresh.
             bounds = self.refresh_if_stale(stream, &state).await?;
         }
         if offset < bounds.log_start_offset || offset > bounds.high_watermark {
@@ -396,22 +401,33 @@ impl Storage {
                         "index of {stream} has no entry for offset {next}"
                     )));
                 }
-                let chunk = match self.read_entry(&located, next).await {
-                    // The compactor replaced this cached RAW entry and reclaimed its object:
-                    // forget the cached tail and ask the index again.
-                    Err(StorageError::ObjectStore(object_store::Error::NotFound { .. }))
-                        if from_cache =>
-                    {
-                        state.lock().tail.clear();
-                        continue 'pages;
+                // A compacted entry is read a row group at a time: several chunks per entry.
+                while next < located.end_offset {
+                    let budget = max_bytes.saturating_sub(bytes).max(1);
+                    let chunk = match self.read_entry(&located, next, budget).await {
+                        // The compactor replaced this cached RAW entry and reclaimed its
+                        // object: forget the cached tail and ask the index again.
+                        Err(StorageError::ObjectStore(object_store::Error::NotFound {
+                            ..
+                        })) if from_cache => {
+                            state.lock().tail.clear();
+                            continue 'pages;
+                        }
+                        other => other?,
+                    };
+                    let end = chunk_end_offset(&chunk);
+                    if end <= next {
+                        return Err(StorageError::Corrupt(format!(
+                            "{} holds no batch at offset {next}",
+                            located.entry.object_key
+                        )));
                     }
-                    other => other?,
-                };
-                bytes += chunk.bytes.len();
-                next = located.end_offset;
-                chunks.push(chunk);
-                if bytes >= max_bytes || next >= bounds.high_watermark {
-                    break 'pages;
+                    bytes += chunk.bytes.len();
+                    next = end;
+                    chunks.push(chunk);
+                    if bytes >= max_bytes || next >= bounds.high_watermark {
+                        break 'pages;
+                    }
                 }
             }
         }
@@ -572,7 +588,7 @@ impl Storage {
                 .iter()
                 .map(|b| u64::from(b.records))
                 .sum::<u64>();
-        let chunk = self.read_entry(&located, first_offset).await?;
+        let chunk = self.read_entry(&located, first_offset, 1).await?;
         let first = chunk.batches[0];
         Ok(Some(ReadChunk {
             base_offset: chunk.base_offset,
@@ -581,14 +597,16 @@ impl Storage {
         }))
     }
 
-    /// The entry's batches from the one holding `offset` on.
+    /// The entry's batches from the one holding `offset` on: all of a RAW entry's, and about
+    /// `max_bytes` (at least one batch, never past a row group) of a compacted one.
     async fn read_entry(
         &self,
         located: &LocatedEntry,
         offset: u64,
+        max_bytes: usize,
     ) -> Result<ReadChunk, StorageError> {
         if located.entry.file_type == FileType::Parquet {
-            return self.read_compacted(located, offset).await;
+            return self.read_compacted(located, offset, max_bytes).await;
         }
         let bytes = self.entry_bytes(located).await?;
         let mut base_offset = located.base_offset;
@@ -615,51 +633,100 @@ impl Storage {
         })
     }
 
-    /// Rebuilds Kafka batches from a compacted file, from the batch holding `offset` on.
+    /// Rebuilds Kafka batches from a compacted file, from the batch holding `offset` on, out of
+    /// the one row group that holds it (fetched with a ranged GET and decoded once).
     async fn read_compacted(
         &self,
         located: &LocatedEntry,
         offset: u64,
+        max_bytes: usize,
     ) -> Result<ReadChunk, StorageError> {
         let entry = &located.entry;
-        let key = (entry.object_key.clone(), entry.byte_offset, entry.byte_len);
-        let file = match self.read_cache.get(&key) {
-            Some(file) => file,
-            None => {
-                let path = Path::from(entry.object_key.as_str());
-                let file = self.objects.get(&path).await?.bytes().await?;
-                if file.len() as u64 != u64::from(entry.byte_len) {
-                    return Err(StorageError::Corrupt(format!(
-                        "{} is {} bytes, the index says {}",
-                        entry.object_key,
-                        file.len(),
-                        entry.byte_len
-                    )));
+        let footer = self.compacted_footer(located).await?;
+        let mut group = footer.first_group_from(offset);
+        while let Some(g) = group.filter(|g| *g < footer.groups.len()) {
+            let rebuilt = self.rebuilt_group(located, &footer, g).await?;
+            if let Some(read) = rebuilt.read_from(offset, max_bytes) {
+                return Ok(ReadChunk {
+                    base_offset: read.base_offset,
+                    batches: read.batches,
+                    bytes: read.bytes,
+                });
+            }
+            // Only a row group without offset statistics can end before `offset`.
+            group = Some(g + 1);
+        }
+        Err(StorageError::Corrupt(format!(
+            "{} holds no batch at or after offset {offset}",
+            entry.object_key
+        )))
+    }
+
+    /// The parsed footer of a compacted file, from the cache or from a ranged GET of its tail.
+    async fn compacted_footer(&self, located: &LocatedEntry) -> Result<Arc<Footer>, StorageError> {
+        let entry = &located.entry;
+        if let Some(footer) = self.footer_cache.get(&entry.object_key) {
+            return Ok(footer);
+        }
+        let path = Path::from(entry.object_key.as_str());
+        let file_len = u64::from(entry.byte_len);
+        let file_end = entry.byte_offset + file_len;
+        let corrupt = |e: &dyn std::fmt::Display| {
+            tracing::error!(object_key = %entry.object_key, error = %e, "compacted file footer failed to parse");
+            StorageError::Corrupt(format!("{}: {e}", entry.object_key))
+        };
+        let mut tail_len = FOOTER_PREFETCH_BYTES.min(file_len);
+        let footer = loop {
+            let tail = self
+                .objects
+                .get_range(&path, file_end - tail_len..file_end)
+                .await?;
+            match Footer::parse(&tail, file_len).map_err(|e| corrupt(&e))? {
+                ParsedTail::Footer(footer) => break Arc::new(footer),
+                ParsedTail::NeedTailBytes(n) if n > tail_len => tail_len = n,
+                ParsedTail::NeedTailBytes(n) => {
+                    return Err(corrupt(&format!("footer wants {n} bytes, {tail_len} read")))
                 }
-                self.read_cache.insert(key, file.clone());
-                file
             }
         };
+        self.footer_cache
+            .insert(entry.object_key.clone(), footer.clone());
+        Ok(footer)
+    }
+
+    /// Row group `group` of a compacted file, rebuilt into Kafka batches, from the cache or
+    /// from a ranged GET of its column chunks.
+    async fn rebuilt_group(
+        &self,
+        located: &LocatedEntry,
+        footer: &Arc<Footer>,
+        group: usize,
+    ) -> Result<Arc<RebuiltGroup>, StorageError> {
+        let entry = &located.entry;
+        let key = (entry.object_key.clone(), group);
+        if let Some(rebuilt) = self.rebuilt_cache.get(&key) {
+            return Ok(rebuilt);
+        }
+        let span = footer.groups[group];
+        let range = entry.byte_offset + span.byte_start..entry.byte_offset + span.byte_end;
+        let bytes = self
+            .objects
+            .get_range(&Path::from(entry.object_key.as_str()), range)
+            .await?;
+        let footer = footer.clone();
         let object_key = entry.object_key.clone();
         let rebuilt = tokio::task::spawn_blocking(move || {
-            crate::compacted::read_batches(
-                file,
-                offset,
-                COMPACTED_READ_BYTES,
-                &crate::compacted::RebuildOptions::default(),
-            )
+            crate::compacted::decode_group(&footer, group, bytes, &RebuildOptions::default())
         })
         .await
         .map_err(|e| StorageError::Corrupt(format!("compacted reader failed: {e}")))?
         .map_err(|e| {
-            tracing::error!(object_key = %object_key, offset, error = %e, "compacted file failed to read");
+            tracing::error!(object_key = %object_key, group, error = %e, "compacted row group failed to read");
             StorageError::Corrupt(format!("{object_key}: {e}"))
         })?;
-        Ok(ReadChunk {
-            base_offset: rebuilt.base_offset,
-            batches: rebuilt.batches,
-            bytes: rebuilt.bytes,
-        })
+        let rebuilt = Arc::new(rebuilt);
+        self.rebuilt_cache.insert(key, rebuilt.clone());
+        Ok(rebuilt)
     }
 
     /// The entry's bytes from the write cache, the read cache, or a ranged GET, in that order.
@@ -711,6 +778,16 @@ async fn poll_watched_streams(storage: std::sync::Weak<Storage>) {
             }
         }
     }
+}
+
+/// One past the last offset of a chunk's batches.
+fn chunk_end_offset(chunk: &ReadChunk) -> u64 {
+    chunk.base_offset
+        + chunk
+            .batches
+            .iter()
+            .map(|b| u64::from(b.records))
+            .sum::<u64>()
 }
 
 fn validate_batches(payload: &Bytes, batches: &[BatchMeta]) -> Result<(), StorageError> {

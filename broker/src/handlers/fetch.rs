@@ -231,7 +231,35 @@ async fn read_target(
 
 /// Copies whole batches into one buffer (at most `limit` bytes, except a lone first batch),
 /// setting each batch's base offset from the index. The base offset is outside the batch CRC.
+/// The answer without a copy, when one chunk holds it all and its batches already carry their
+/// true base offsets (batches rebuilt from compacted files do; WAL batches keep the producer's).
+fn shared_prefix(chunks: &[ReadChunk], limit: usize, first: bool) -> Option<Bytes> {
+    let [chunk] = chunks else {
+        return None;
+    };
+    let (mut offset, mut pos) = (chunk.base_offset, 0usize);
+    for batch in &chunk.batches {
+        let len = batch.len as usize;
+        if pos + len > limit && !(first && pos == 0) {
+            break;
+        }
+        if pos + len > chunk.bytes.len() || len < 8 {
+            return None;
+        }
+        let stored = &chunk.bytes[pos..pos + 8];
+        if stored != (offset as i64).to_be_bytes() {
+            return None;
+        }
+        offset += u64::from(batch.records);
+        pos += len;
+    }
+    (pos > 0).then(|| chunk.bytes.slice(..pos))
+}
+
 fn assemble(chunks: &[ReadChunk], limit: usize, first: bool) -> Option<Bytes> {
+    if let Some(shared) = shared_prefix(chunks, limit, first) {
+        return Some(shared);
+    }
     let mut out = BytesMut::new();
     for chunk in chunks {
         let mut offset = chunk.base_offset;
@@ -254,4 +282,52 @@ fn assemble(chunks: &[ReadChunk], limit: usize, first: bool) -> Option<Bytes> {
         }
     }
     (!out.is_empty()).then(|| out.freeze())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storage::BatchMeta;
+
+    /// Two fake batches of 100 bytes each holding 3 records, with the given stored base offsets.
+    fn chunk(stored: [i64; 2]) -> ReadChunk {
+        let mut bytes = BytesMut::new();
+        for base in stored {
+            bytes.extend_from_slice(&base.to_be_bytes());
+            bytes.extend_from_slice(&[0u8; 92]);
+        }
+        let meta = BatchMeta {
+            len: 100,
+            records: 3,
+            max_timestamp: 0,
+            producer: None,
+        };
+        ReadChunk {
+            base_offset: 10,
+            batches: vec![meta, meta],
+            bytes: bytes.freeze(),
+        }
+    }
+
+    #[test]
+    fn batches_already_at_their_offsets_are_served_without_a_copy() {
+        let c = chunk([10, 13]);
+        let out = assemble(std::slice::from_ref(&c), 150, true).unwrap();
+        assert_eq!(out.len(), 100);
+        assert_eq!(
+            out.as_ptr(),
+            c.bytes.as_ptr(),
+            "a slice of the chunk, not a copy"
+        );
+    }
+
+    #[test]
+    fn batches_with_producer_offsets_are_copied_and_rewritten() {
+        let c = chunk([0, 0]);
+        let out = assemble(std::slice::from_ref(&c), 1000, true).unwrap();
+        assert_eq!(out.len(), 200);
+        assert_ne!(out.as_ptr(), c.bytes.as_ptr());
+        assert_eq!(out[..8], 10i64.to_be_bytes());
+        assert_eq!(out[100..108], 13i64.to_be_bytes());
+    }
 }

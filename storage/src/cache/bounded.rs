@@ -4,19 +4,36 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 
-/// A cache of `Bytes` bounded by total bytes, evicting the oldest insertions first.
-pub struct BoundedCache<K> {
-    bytes_max: usize,
-    inner: Mutex<Inner<K>>,
+/// What a cached value costs against the cache's byte bound.
+pub trait Weigh {
+    fn weight_bytes(&self) -> usize;
 }
 
-struct Inner<K> {
-    map: HashMap<K, Bytes>,
+impl Weigh for Bytes {
+    fn weight_bytes(&self) -> usize {
+        self.len()
+    }
+}
+
+impl<T: Weigh> Weigh for std::sync::Arc<T> {
+    fn weight_bytes(&self) -> usize {
+        (**self).weight_bytes()
+    }
+}
+
+/// A cache bounded by total bytes (by [`Weigh`]), evicting the oldest insertions first.
+pub struct BoundedCache<K, V = Bytes> {
+    bytes_max: usize,
+    inner: Mutex<Inner<K, V>>,
+}
+
+struct Inner<K, V> {
+    map: HashMap<K, V>,
     order: VecDeque<K>,
     bytes: usize,
 }
 
-impl<K: Hash + Eq + Clone> BoundedCache<K> {
+impl<K: Hash + Eq + Clone, V: Clone + Weigh> BoundedCache<K, V> {
     pub fn new(bytes_max: usize) -> Self {
         BoundedCache {
             bytes_max,
@@ -28,28 +45,29 @@ impl<K: Hash + Eq + Clone> BoundedCache<K> {
         }
     }
 
-    pub fn get(&self, key: &K) -> Option<Bytes> {
+    pub fn get(&self, key: &K) -> Option<V> {
         self.lock().map.get(key).cloned()
     }
 
     /// Inserts `value`; values larger than the whole cache are not kept.
-    pub fn insert(&self, key: K, value: Bytes) {
-        if value.len() > self.bytes_max {
+    pub fn insert(&self, key: K, value: V) {
+        let weight = value.weight_bytes();
+        if weight > self.bytes_max {
             return;
         }
         let mut inner = self.lock();
         if inner.map.contains_key(&key) {
             return;
         }
-        while inner.bytes + value.len() > self.bytes_max {
+        while inner.bytes + weight > self.bytes_max {
             let Some(oldest) = inner.order.pop_front() else {
                 break;
             };
             if let Some(evicted) = inner.map.remove(&oldest) {
-                inner.bytes -= evicted.len();
+                inner.bytes -= evicted.weight_bytes();
             }
         }
-        inner.bytes += value.len();
+        inner.bytes += weight;
         inner.order.push_back(key.clone());
         inner.map.insert(key, value);
     }
@@ -57,7 +75,7 @@ impl<K: Hash + Eq + Clone> BoundedCache<K> {
     pub fn remove(&self, key: &K) {
         let mut inner = self.lock();
         if let Some(removed) = inner.map.remove(key) {
-            inner.bytes -= removed.len();
+            inner.bytes -= removed.weight_bytes();
             inner.order.retain(|k| k != key);
         }
     }
@@ -66,7 +84,7 @@ impl<K: Hash + Eq + Clone> BoundedCache<K> {
         self.lock().bytes
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<K>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<K, V>> {
         // Losing the cache is the worst a poisoned lock can mean here: recover.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }

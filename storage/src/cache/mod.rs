@@ -4,10 +4,18 @@
 
 mod bounded;
 
-pub use bounded::{subslice, BoundedCache};
+pub use bounded::{subslice, BoundedCache, Weigh};
 
 /// Whole WAL objects recently written, by object key: tailing reads never touch the store.
 pub type WriteCache = BoundedCache<String>;
 
 /// Slices read back from the store, by (object key, byte offset, byte length).
 pub type ReadCache = BoundedCache<(String, u64, u32)>;
+
+/// Parsed footers of compacted files, by object key: a read parses a file's footer once.
+pub type FooterCache = BoundedCache<String, std::sync::Arc<crate::compacted::Footer>>;
+
+/// Batches rebuilt from one row group of a compacted file, by (object key, row group): the
+/// reads that follow a catch-up consumer through a row group decode it once.
+pub type RebuiltCache =
+    BoundedCache<(String, usize), std::sync::Arc<crate::compacted::RebuiltGroup>>;

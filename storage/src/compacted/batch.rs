@@ -125,23 +125,64 @@ pub fn decode_batch(batch: &Bytes) -> Result<DecodedBatch, CompactedError> {
     Ok(DecodedBatch { header, records })
 }
 
+/// One record's fields borrowed from wherever they live (a decoded batch, Parquet columns),
+/// so that a batch can be built without copying them first.
+#[derive(Clone, Debug)]
+pub struct RecordRef<'a> {
+    pub attributes: i8,
+    pub timestamp_delta: i64,
+    pub offset_delta: i32,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub headers: Vec<(&'a [u8], Option<&'a [u8]>)>,
+}
+
+impl<'a> From<&'a RecordRow> for RecordRef<'a> {
+    fn from(r: &'a RecordRow) -> Self {
+        RecordRef {
+            attributes: r.attributes,
+            timestamp_delta: r.timestamp_delta,
+            offset_delta: r.offset_delta,
+            key: r.key.as_deref(),
+            value: r.value.as_deref(),
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| (&k[..], v.as_deref()))
+                .collect(),
+        }
+    }
+}
+
 /// Builds one batch. `codec` replaces the header's compression codec (0 = uncompressed).
 pub fn encode_batch(
     header: &BatchHeader,
     records: &[RecordRow],
     codec: i16,
 ) -> Result<Bytes, CompactedError> {
-    let mut plain = BytesMut::new();
-    for r in records {
-        encode_record(&mut plain, r);
-    }
-    let mut out = BytesMut::with_capacity(HEADER_BYTES + plain.len());
+    let refs: Vec<RecordRef<'_>> = records.iter().map(RecordRef::from).collect();
+    let mut out = BytesMut::new();
+    encode_batch_into(&mut out, header, &refs, codec)?;
+    Ok(out.freeze())
+}
+
+/// Appends one batch to `out` and returns its length. Uncompressed records are written in
+/// place: one copy of each field, from where it lives into `out`.
+pub fn encode_batch_into(
+    out: &mut BytesMut,
+    header: &BatchHeader,
+    records: &[RecordRef<'_>],
+    codec: i16,
+) -> Result<usize, CompactedError> {
+    let codec = codec & CODEC_MASK;
+    let start = out.len();
+    out.reserve(HEADER_BYTES);
     out.put_i64(header.base_offset);
     out.put_i32(0); // length, patched below
     out.put_i32(header.partition_leader_epoch);
     out.put_i8(2);
     out.put_u32(0); // crc, patched below
-    out.put_i16((header.attributes & !CODEC_MASK) | (codec & CODEC_MASK));
+    out.put_i16((header.attributes & !CODEC_MASK) | codec);
     out.put_i32(header.last_offset_delta);
     out.put_i64(header.base_timestamp);
     out.put_i64(header.max_timestamp);
@@ -149,12 +190,24 @@ pub fn encode_batch(
     out.put_i16(header.producer_epoch);
     out.put_i32(header.base_sequence);
     out.put_i32(records.len() as i32);
-    compress(codec, plain.freeze(), &mut out)?;
-    let length = (out.len() - 12) as i32;
-    out[8..12].copy_from_slice(&length.to_be_bytes());
-    let crc = crc32c::crc32c(&out[CRC_START..]);
-    out[17..21].copy_from_slice(&crc.to_be_bytes());
-    Ok(out.freeze())
+    if codec == 0 {
+        for r in records {
+            encode_record(out, r);
+        }
+    } else {
+        let mut plain = BytesMut::new();
+        for r in records {
+            encode_record(&mut plain, r);
+        }
+        compress(codec, plain.freeze(), out)?;
+    }
+    let len = out.len() - start;
+    let length = i32::try_from(len - 12)
+        .map_err(|_| CompactedError::Limit(format!("batch of {len} bytes")))?;
+    out[start + 8..start + 12].copy_from_slice(&length.to_be_bytes());
+    let crc = crc32c::crc32c(&out[start + CRC_START..]);
+    out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
+    Ok(len)
 }
 
 fn decompress(codec: i16, mut compressed: Bytes) -> Result<Bytes, CompactedError> {
@@ -231,20 +284,41 @@ fn decode_record(buf: &mut Bytes) -> Result<RecordRow, CompactedError> {
     })
 }
 
-fn encode_record(out: &mut BytesMut, r: &RecordRow) {
-    let mut body = BytesMut::new();
-    body.put_i8(r.attributes);
-    put_varlong(&mut body, r.timestamp_delta);
-    put_varlong(&mut body, i64::from(r.offset_delta));
-    put_nullable_bytes(&mut body, r.key.as_deref());
-    put_nullable_bytes(&mut body, r.value.as_deref());
-    put_varlong(&mut body, r.headers.len() as i64);
+fn encode_record(out: &mut BytesMut, r: &RecordRef<'_>) {
+    let mut body = 1
+        + varlong_len(r.timestamp_delta)
+        + varlong_len(i64::from(r.offset_delta))
+        + nullable_len(r.key)
+        + nullable_len(r.value)
+        + varlong_len(r.headers.len() as i64);
     for (k, v) in &r.headers {
-        put_nullable_bytes(&mut body, Some(k));
-        put_nullable_bytes(&mut body, v.as_deref());
+        body += nullable_len(Some(k)) + nullable_len(*v);
     }
-    put_varlong(out, body.len() as i64);
-    out.put_slice(&body);
+    out.reserve(body + 10);
+    put_varlong(out, body as i64);
+    out.put_i8(r.attributes);
+    put_varlong(out, r.timestamp_delta);
+    put_varlong(out, i64::from(r.offset_delta));
+    put_nullable_bytes(out, r.key);
+    put_nullable_bytes(out, r.value);
+    put_varlong(out, r.headers.len() as i64);
+    for (k, v) in &r.headers {
+        put_nullable_bytes(out, Some(k));
+        put_nullable_bytes(out, *v);
+    }
+}
+
+/// Bytes `put_varlong` writes for `v`.
+fn varlong_len(v: i64) -> usize {
+    let z = ((v << 1) ^ (v >> 63)) as u64;
+    (64 - z.leading_zeros() as usize).max(1).div_ceil(7)
+}
+
+fn nullable_len(v: Option<&[u8]>) -> usize {
+    match v {
+        None => varlong_len(-1),
+        Some(b) => varlong_len(b.len() as i64) + b.len(),
+    }
 }
 
 fn get_varlong(buf: &mut Bytes) -> Result<i64, CompactedError> {
@@ -338,6 +412,28 @@ mod tests {
             assert_eq!(decoded.header, header, "codec {codec}");
             assert_eq!(decoded.records, records, "codec {codec}");
             assert_eq!(split_batches(bytes.clone()).unwrap(), vec![bytes]);
+        }
+    }
+
+    #[test]
+    fn varlong_lengths_match_what_is_written() {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            64,
+            -65,
+            8191,
+            8192,
+            i64::MAX,
+            i64::MIN,
+            1 << 40,
+        ] {
+            let mut out = BytesMut::new();
+            put_varlong(&mut out, v);
+            assert_eq!(varlong_len(v), out.len(), "value {v}");
         }
     }
 

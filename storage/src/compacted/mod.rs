@@ -7,12 +7,14 @@
 pub mod batch;
 mod columns;
 mod error;
+pub mod footer;
 pub mod reader;
 pub mod writer;
 
 pub use batch::{BatchHeader, DecodedBatch, RecordRow};
 pub use error::CompactedError;
-pub use reader::{read_batches, RebuildOptions, RebuiltBatches};
+pub use footer::{Footer, ParsedTail, RowGroupSpan, FOOTER_PREFETCH_BYTES};
+pub use reader::{decode_group, read_batches, RebuildOptions, RebuiltBatches, RebuiltGroup};
 pub use writer::{write_file, WriterOptions, WrittenFile};
 
 /// Version of the file layout, recorded in the Parquet key-value metadata.
@@ -108,6 +110,63 @@ mod tests {
         let first = decode_batch(&one.bytes).unwrap();
         assert_eq!(first.header.base_offset, 103);
         assert_eq!(first.header.base_sequence, 3);
+    }
+
+    #[test]
+    fn a_row_group_read_by_its_range_alone_serves_reads_from_any_offset() {
+        let slices = vec![(0u64, payload(0, 6, "a")), (18, payload(4, 6, "b"))];
+        let options = WriterOptions {
+            row_group_rows_target: 6,
+            row_group_bytes_target: 1 << 20,
+        };
+        let written = write_file("t-0", &slices, &options).unwrap();
+        let file = written.bytes;
+        let len = file.len() as u64;
+        // A tail too short for the footer asks for exactly the footer's length.
+        let needed = match Footer::parse(&file[file.len() - 16..], len).unwrap() {
+            ParsedTail::NeedTailBytes(n) => n,
+            ParsedTail::Footer(_) => panic!("16 bytes cannot hold the footer"),
+        };
+        let tail = &file[file.len() - needed as usize..];
+        let ParsedTail::Footer(footer) = Footer::parse(tail, len).unwrap() else {
+            panic!("the footer's own length suffices");
+        };
+        assert_eq!(footer.groups.len(), 6, "36 records in row groups of 6");
+        assert_eq!(footer.first_group_from(13), Some(2));
+        assert_eq!(footer.groups[2].offsets, Some((12, 17)));
+        let span = footer.groups[2];
+        let range = file.slice(span.byte_start as usize..span.byte_end as usize);
+        let group = decode_group(&footer, 2, range, &RebuildOptions::default()).unwrap();
+        assert_eq!(group.end_offset(), Some(18));
+        let read = group.read_from(13, 1).unwrap();
+        assert_eq!((read.base_offset, read.batches.len()), (12, 1));
+        let whole = group.read_from(13, usize::MAX).unwrap();
+        assert_eq!(whole.batches.len(), 2);
+        let records = records_of(whole.bytes);
+        assert_eq!(records.len(), 6);
+        assert_eq!(records[0].key.as_deref(), Some(&b"a-4-0"[..]));
+        assert!(group.read_from(18, 1).is_none());
+        // A range that is not the row group's is refused, not misread.
+        let wrong = file.slice(span.byte_start as usize..span.byte_end as usize - 1);
+        assert!(decode_group(&footer, 2, wrong, &RebuildOptions::default()).is_err());
+    }
+
+    #[test]
+    fn reading_across_row_groups_returns_contiguous_batches() {
+        let slices = vec![(40u64, payload(0, 8, "c"))];
+        let options = WriterOptions {
+            row_group_rows_target: 6,
+            row_group_bytes_target: 1 << 20,
+        };
+        let written = write_file("t-0", &slices, &options).unwrap();
+        let got = read_batches(written.bytes, 44, usize::MAX, &RebuildOptions::default()).unwrap();
+        assert_eq!(got.base_offset, 43);
+        let offsets: Vec<i64> = split_batches(got.bytes)
+            .unwrap()
+            .iter()
+            .map(|b| decode_batch(b).unwrap().header.base_offset)
+            .collect();
+        assert_eq!(offsets, vec![43, 46, 49, 52, 55, 58, 61]);
     }
 
     #[test]

@@ -1,15 +1,22 @@
-//! Rebuilds Kafka record batches from a compacted file, starting at a given offset.
+//! Rebuilds Kafka record batches from a compacted file, one row group at a time: a read
+//! fetches the footer once ([`Footer`]), then only the bytes of the row group holding the
+//! wanted offset, and decodes that row group into a [`RebuiltGroup`] that later reads reuse.
+
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use parquet::data_type::{
     AsBytes, BoolType, ByteArray, ByteArrayType, DataType, Int32Type, Int64Type,
 };
-use parquet::file::reader::{FileReader, RowGroupReader, SerializedFileReader};
-use parquet::file::statistics::Statistics;
+use parquet::file::properties::ReaderProperties;
+use parquet::file::reader::{ChunkReader, Length, RowGroupReader};
+use parquet::file::serialized_reader::SerializedRowGroupReader;
 
-use super::batch::{encode_batch, BatchHeader, RecordRow};
-use super::columns::{Columns, HEADER_KEY_DEF, HEADER_VALUE_PRESENT_DEF, LEAF_COLUMNS};
-use super::{CompactedError, FORMAT_VERSION, FORMAT_VERSION_KEY};
+use super::batch::{encode_batch_into, BatchHeader, RecordRef};
+use super::columns::{Columns, HEADER_KEY_DEF, HEADER_VALUE_PRESENT_DEF};
+use super::footer::{Footer, ParsedTail};
+use super::CompactedError;
+use crate::cache::Weigh;
 use crate::index::{BatchMeta, ProducerMeta};
 
 /// How rebuilt batches are compressed.
@@ -34,59 +41,169 @@ pub struct RebuiltBatches {
     pub bytes: Bytes,
 }
 
+/// Every batch of one row group, rebuilt, back to back.
+#[derive(Debug)]
+pub struct RebuiltGroup {
+    bytes: Bytes,
+    batches: Vec<BatchMeta>,
+    /// Base offset of each batch, ascending.
+    base_offsets: Vec<u64>,
+    /// Byte position of each batch in `bytes`, plus the end.
+    positions: Vec<usize>,
+}
+
+impl RebuiltGroup {
+    /// One past the last offset of the group (its first offset if it is empty).
+    pub fn end_offset(&self) -> Option<u64> {
+        let (base, batch) = self.base_offsets.last().zip(self.batches.last())?;
+        Some(base + u64::from(batch.records))
+    }
+
+    /// Batches from the one holding `offset` until about `max_bytes` (at least one), without
+    /// copying; `None` if the group ends before `offset`.
+    pub fn read_from(&self, offset: u64, max_bytes: usize) -> Option<RebuiltBatches> {
+        let first = self
+            .base_offsets
+            .iter()
+            .zip(&self.batches)
+            .position(|(base, b)| base + u64::from(b.records) > offset)?;
+        let mut last = first + 1;
+        while last < self.batches.len()
+            && self.positions[last + 1] - self.positions[first] <= max_bytes
+        {
+            last += 1;
+        }
+        Some(RebuiltBatches {
+            base_offset: self.base_offsets[first],
+            batches: self.batches[first..last].to_vec(),
+            bytes: self
+                .bytes
+                .slice(self.positions[first]..self.positions[last]),
+        })
+    }
+}
+
+impl Weigh for RebuiltGroup {
+    fn weight_bytes(&self) -> usize {
+        self.bytes.len()
+            + self.batches.len()
+                * (std::mem::size_of::<BatchMeta>() + 2 * std::mem::size_of::<u64>())
+    }
+}
+
+/// Bytes reserved up front for a row group's rebuilt batches at most; past it the buffer grows.
+const REBUILT_RESERVE_BYTES_MAX: usize = 64 << 20;
+
+/// Decodes row group `group` of a file from `bytes`, the file's bytes
+/// `[span.byte_start, span.byte_end)` (see [`Footer::groups`]).
+pub fn decode_group(
+    footer: &Footer,
+    group: usize,
+    bytes: Bytes,
+    options: &RebuildOptions,
+) -> Result<RebuiltGroup, CompactedError> {
+    let span = footer
+        .groups
+        .get(group)
+        .ok_or_else(|| CompactedError::Parquet(format!("no row group {group}")))?;
+    if bytes.len() as u64 != span.byte_end - span.byte_start {
+        return Err(CompactedError::Parquet(format!(
+            "row group {group} is {} bytes, {} given",
+            span.byte_end - span.byte_start,
+            bytes.len()
+        )));
+    }
+    let range = RangeReader {
+        start: span.byte_start,
+        bytes,
+        file_len: footer.file_len,
+    };
+    let reader = SerializedRowGroupReader::new(
+        Arc::new(range),
+        footer.metadata.row_group(group),
+        footer.metadata.page_index_for_row_group(group),
+        Arc::new(ReaderProperties::builder().build()),
+    )?;
+    let columns = read_group(&reader, span.rows)?;
+    // Rebuilt batches are about the row group's uncompressed size: one allocation, no regrowth.
+    let reserve = usize::try_from(footer.metadata.row_group(group).total_byte_size())
+        .unwrap_or(0)
+        .min(REBUILT_RESERVE_BYTES_MAX);
+    let mut out = BytesMut::with_capacity(reserve);
+    let mut rebuilt = RebuiltGroup {
+        bytes: Bytes::new(),
+        batches: Vec::new(),
+        base_offsets: Vec::new(),
+        positions: vec![0],
+    };
+    for (header, records) in rebuild(&columns)? {
+        let codec = if options.recompress {
+            header.codec()
+        } else {
+            0
+        };
+        let len = encode_batch_into(&mut out, &header, &records, codec)?;
+        let base_offset = u64::try_from(header.base_offset)
+            .map_err(|_| CompactedError::Parquet("negative batch offset".into()))?;
+        if rebuilt.end_offset().is_some_and(|end| base_offset < end) {
+            return Err(CompactedError::Parquet(format!(
+                "batch at {base_offset} overlaps the one before it"
+            )));
+        }
+        rebuilt.batches.push(BatchMeta {
+            len: len as u32,
+            records: header.last_offset_delta as u32 + 1,
+            max_timestamp: header.max_timestamp,
+            producer: (header.producer_id >= 0).then_some(ProducerMeta {
+                id: header.producer_id,
+                epoch: header.producer_epoch,
+                base_sequence: header.base_sequence,
+            }),
+        });
+        rebuilt.base_offsets.push(base_offset);
+        rebuilt.positions.push(out.len());
+    }
+    rebuilt.bytes = out.freeze();
+    Ok(rebuilt)
+}
+
 /// Reads the batches holding `from_offset` and after, until about `max_bytes` (at least one
-/// batch). Row groups that end before `from_offset` are skipped by their offset statistics.
+/// batch), from a whole file in memory. Row groups that end before `from_offset` are skipped
+/// by their offset statistics.
 pub fn read_batches(
     file: Bytes,
     from_offset: u64,
     max_bytes: usize,
     options: &RebuildOptions,
 ) -> Result<RebuiltBatches, CompactedError> {
-    let reader = SerializedFileReader::new(file)?;
-    check_layout(&reader)?;
+    let footer = match Footer::parse(&file, file.len() as u64)? {
+        ParsedTail::Footer(footer) => footer,
+        ParsedTail::NeedTailBytes(n) => {
+            return Err(CompactedError::Parquet(format!(
+                "footer of {n} bytes is longer than the file"
+            )))
+        }
+    };
     let mut out = BytesMut::new();
-    let mut metas = Vec::new();
+    let mut batches = Vec::new();
     let mut base_offset = None;
-    for i in 0..reader.num_row_groups() {
-        let rg_meta = reader.metadata().row_group(i);
-        if let Some(Statistics::Int64(s)) = rg_meta.column(0).statistics() {
-            if s.max_opt().is_some_and(|max| (*max as u64) < from_offset) {
-                continue;
-            }
-        }
-        let rows = usize::try_from(rg_meta.num_rows())
-            .map_err(|_| CompactedError::Parquet("negative row count".into()))?;
-        let group = reader.get_row_group(i)?;
-        let columns = read_group(group.as_ref(), rows)?;
-        for (header, records) in rebuild(&columns)? {
-            let last = header.base_offset as u64 + u64::from(header.last_offset_delta as u32);
-            if last < from_offset {
-                continue;
-            }
-            let codec = if options.recompress {
-                header.codec()
-            } else {
-                0
-            };
-            let bytes = encode_batch(&header, &records, codec)?;
-            base_offset.get_or_insert(header.base_offset as u64);
-            metas.push(BatchMeta {
-                len: bytes.len() as u32,
-                records: header.last_offset_delta as u32 + 1,
-                max_timestamp: header.max_timestamp,
-                producer: (header.producer_id >= 0).then_some(ProducerMeta {
-                    id: header.producer_id,
-                    epoch: header.producer_epoch,
-                    base_sequence: header.base_sequence,
-                }),
-            });
-            out.extend_from_slice(&bytes);
-            if out.len() >= max_bytes {
-                break;
-            }
-        }
-        if out.len() >= max_bytes {
-            break;
+    let mut next = from_offset;
+    let first = footer
+        .first_group_from(from_offset)
+        .unwrap_or(footer.groups.len());
+    for group in first..footer.groups.len() {
+        let span = footer.groups[group];
+        let bytes = file.slice(span.byte_start as usize..span.byte_end as usize);
+        let rebuilt = decode_group(&footer, group, bytes, options)?;
+        let Some(read) = rebuilt.read_from(next, max_bytes.saturating_sub(out.len())) else {
+            continue;
+        };
+        base_offset.get_or_insert(read.base_offset);
+        out.extend_from_slice(&read.bytes);
+        batches.extend_from_slice(&read.batches);
+        match rebuilt.end_offset() {
+            Some(end) if out.len() < max_bytes => next = end,
+            _ => break,
         }
     }
     let base_offset = base_offset.ok_or_else(|| {
@@ -96,26 +213,51 @@ pub fn read_batches(
     })?;
     Ok(RebuiltBatches {
         base_offset,
-        batches: metas,
+        batches,
         bytes: out.freeze(),
     })
 }
 
-fn check_layout(reader: &SerializedFileReader<Bytes>) -> Result<(), CompactedError> {
-    let meta = reader.metadata().file_metadata();
-    let version = meta
-        .key_value_metadata()
-        .and_then(|kv| kv.iter().find(|k| k.key == FORMAT_VERSION_KEY))
-        .and_then(|k| k.value.as_deref());
-    if version != Some(FORMAT_VERSION) {
-        return Err(CompactedError::Parquet(format!(
-            "unsupported compacted format version {version:?}"
-        )));
+/// The bytes of one row group, addressed by file position, for the row group reader.
+struct RangeReader {
+    start: u64,
+    bytes: Bytes,
+    file_len: u64,
+}
+
+impl RangeReader {
+    fn range(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let from = start
+            .checked_sub(self.start)
+            .and_then(|s| usize::try_from(s).ok())
+            .filter(|s| s.checked_add(length).is_some_and(|e| e <= self.bytes.len()))
+            .ok_or_else(|| {
+                parquet::errors::ParquetError::General(format!(
+                    "read of {length} bytes at {start} outside the fetched row group"
+                ))
+            })?;
+        Ok(self.bytes.slice(from..from + length))
     }
-    if meta.schema_descr().num_columns() != LEAF_COLUMNS {
-        return Err(CompactedError::Parquet("unexpected column count".into()));
+}
+
+impl Length for RangeReader {
+    fn len(&self) -> u64 {
+        self.file_len
     }
-    Ok(())
+}
+
+impl ChunkReader for RangeReader {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        let end = self.start + self.bytes.len() as u64;
+        let length = usize::try_from(end.saturating_sub(start)).unwrap_or(0);
+        Ok(bytes::Buf::reader(self.range(start, length)?))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        self.range(start, length)
+    }
 }
 
 fn read_group(rg: &dyn RowGroupReader, rows: usize) -> Result<Columns, CompactedError> {
@@ -180,12 +322,9 @@ fn short(what: &str) -> CompactedError {
     CompactedError::Parquet(format!("column {what} is shorter than the row count"))
 }
 
-fn bytes_of(v: &ByteArray) -> Bytes {
-    Bytes::copy_from_slice(v.as_bytes())
-}
-
-/// Groups rows back into batches, in file order.
-fn rebuild(c: &Columns) -> Result<Vec<(BatchHeader, Vec<RecordRow>)>, CompactedError> {
+/// Groups rows back into batches, in file order, borrowing every field from the columns.
+#[allow(clippy::type_complexity)]
+fn rebuild(c: &Columns) -> Result<Vec<(BatchHeader, Vec<RecordRef<'_>>)>, CompactedError> {
     let rows = c.offset.len();
     let fixed = [
         c.timestamp_delta.len(),
@@ -206,7 +345,7 @@ fn rebuild(c: &Columns) -> Result<Vec<(BatchHeader, Vec<RecordRow>)>, CompactedE
         return Err(short("of a batch field"));
     }
     let (mut key_i, mut value_i, mut level, mut hk_i, mut hv_i) = (0, 0, 0, 0, 0);
-    let mut out: Vec<(BatchHeader, Vec<RecordRow>)> = Vec::new();
+    let mut out: Vec<(BatchHeader, Vec<RecordRef<'_>>)> = Vec::new();
     for row in 0..rows {
         let batch_base = c.batch_base_offset[row];
         let header = BatchHeader {
@@ -235,15 +374,15 @@ fn rebuild(c: &Columns) -> Result<Vec<(BatchHeader, Vec<RecordRow>)>, CompactedE
                         .get(hv_i)
                         .ok_or_else(|| short("header value"))?;
                     hv_i += 1;
-                    Some(bytes_of(v))
+                    Some(v.as_bytes())
                 } else {
                     None
                 };
-                headers.push((bytes_of(k), v));
+                headers.push((k.as_bytes(), v));
             }
             level += 1;
         }
-        let record = RecordRow {
+        let record = RecordRef {
             attributes: c.record_attributes[row] as i8,
             timestamp_delta: c.timestamp_delta[row],
             offset_delta: i32::try_from(c.offset[row] - batch_base)
@@ -260,16 +399,16 @@ fn rebuild(c: &Columns) -> Result<Vec<(BatchHeader, Vec<RecordRow>)>, CompactedE
     Ok(out)
 }
 
-fn take_nullable(
-    values: &[ByteArray],
+fn take_nullable<'a>(
+    values: &'a [ByteArray],
     def: &i16,
     next: &mut usize,
     what: &str,
-) -> Result<Option<Bytes>, CompactedError> {
+) -> Result<Option<&'a [u8]>, CompactedError> {
     if *def == 0 {
         return Ok(None);
     }
     let v = values.get(*next).ok_or_else(|| short(what))?;
     *next += 1;
-    Ok(Some(bytes_of(v)))
+    Ok(Some(v.as_bytes()))
 }

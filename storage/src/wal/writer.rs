@@ -184,11 +184,17 @@ impl WalWriter {
     /// Takes everything buffered and packs it into segments.
     fn cut(&self) -> Vec<Vec<SegmentSlice>> {
         let buffer = std::mem::take(&mut *self.lock_buffer());
-        pack(
+        let mut segments = pack(
             buffer,
             self.config.write_buffer_size,
             self.config.write_buffer_max_streams,
-        )
+        );
+        merge_small_tail(
+            &mut segments,
+            self.config.write_buffer_size,
+            self.config.write_buffer_max_streams,
+        );
+        segments
     }
 
     fn lock_buffer(&self) -> std::sync::MutexGuard<'_, Buffer> {
@@ -249,6 +255,50 @@ fn pack(
         segments.push(current);
     }
     segments
+}
+
+/// Folds a last segment smaller than half a segment into the one before it. A flush triggered
+/// at `write_buffer_size` finds a full segment plus whatever arrived with the last append; cut
+/// apart, that remainder became a small object of its own (about one PUT in three at high
+/// rates). Holding it back for the next flush instead stalls producers whose in-flight window
+/// is smaller than a segment, so it goes out now, in the same object, which may then reach
+/// 1.5 times `write_buffer_size`.
+fn merge_small_tail(
+    segments: &mut Vec<Vec<SegmentSlice>>,
+    segment_bytes_max: usize,
+    streams_max: usize,
+) {
+    let n = segments.len();
+    if n < 2 {
+        return;
+    }
+    let tail_bytes: usize = segments[n - 1]
+        .iter()
+        .flat_map(|s| &s.appends)
+        .map(|a| a.payload.len())
+        .sum();
+    if tail_bytes * 2 > segment_bytes_max {
+        return;
+    }
+    // `pack` splits a stream only at a segment boundary: only there can both hold it.
+    let shared = segments[n - 2]
+        .last()
+        .zip(segments[n - 1].first())
+        .is_some_and(|(a, b)| a.stream == b.stream);
+    if segments[n - 2].len() + segments[n - 1].len() - usize::from(shared) > streams_max.max(1) {
+        return;
+    }
+    let Some(tail) = segments.pop() else { return };
+    let Some(previous) = segments.last_mut() else {
+        return;
+    };
+    let mut tail = tail.into_iter();
+    if shared {
+        if let (Some(last), Some(first)) = (previous.last_mut(), tail.next()) {
+            last.appends.extend(first.appends);
+        }
+    }
+    previous.extend(tail);
 }
 
 async fn flush_loop(
@@ -512,6 +562,35 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    fn merged(appends: Vec<(&str, usize)>) -> Vec<Vec<(String, usize)>> {
+        let mut segments = pack(buffer(appends), 100, 3);
+        merge_small_tail(&mut segments, 100, 3);
+        shape(&segments)
+    }
+
+    #[test]
+    fn a_small_remainder_joins_the_segment_before_it() {
+        assert_eq!(
+            merged(vec![("a", 90), ("b", 20)]),
+            vec![vec![("a".to_string(), 1), ("b".to_string(), 1)]]
+        );
+        // The stream split at the boundary stays one slice, its appends in order.
+        assert_eq!(
+            merged(vec![("a", 90), ("a", 20)]),
+            vec![vec![("a".to_string(), 2)]]
+        );
+    }
+
+    #[test]
+    fn a_remainder_of_half_a_segment_or_past_the_stream_limit_stays_apart() {
+        assert_eq!(merged(vec![("a", 90), ("b", 60)]).len(), 2);
+        assert_eq!(
+            merged(vec![("a", 30), ("b", 30), ("c", 30), ("d", 20)]).len(),
+            2,
+            "four streams exceed the limit of three"
+        );
     }
 
     #[test]

@@ -1,0 +1,165 @@
+//! A compacted file's footer, parsed once and kept: which row group holds which offsets and
+//! which bytes its column chunks span, so that a read fetches just that range.
+
+use std::sync::Arc;
+
+use parquet::file::metadata::{FooterTail, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::statistics::Statistics;
+use parquet::file::FOOTER_SIZE;
+
+use super::columns::LEAF_COLUMNS;
+use super::{CompactedError, FORMAT_VERSION, FORMAT_VERSION_KEY};
+use crate::cache::Weigh;
+
+/// Bytes read from a file's end on first touch. Footers of files cut at 128 MiB with 2 MiB
+/// row groups are ~40 KiB; a bigger footer costs one more ranged GET.
+pub const FOOTER_PREFETCH_BYTES: u64 = 64 << 10;
+
+/// Where one row group lies and which offsets it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowGroupSpan {
+    /// First and last record offset, from the offset column's statistics (absent if unwritten).
+    pub offsets: Option<(u64, u64)>,
+    pub byte_start: u64,
+    pub byte_end: u64,
+    pub rows: usize,
+}
+
+/// The parsed footer of one compacted file.
+#[derive(Debug)]
+pub struct Footer {
+    pub(crate) metadata: Arc<ParquetMetaData>,
+    pub groups: Vec<RowGroupSpan>,
+    pub file_len: u64,
+}
+
+/// What parsing a file's tail gave.
+#[derive(Debug)]
+pub enum ParsedTail {
+    Footer(Footer),
+    /// The footer is longer than the tail given: read this many bytes from the end and retry.
+    NeedTailBytes(u64),
+}
+
+impl Footer {
+    /// Parses the footer from the last `tail.len()` bytes of a file of `file_len` bytes.
+    pub fn parse(tail: &[u8], file_len: u64) -> Result<ParsedTail, CompactedError> {
+        if tail.len() < FOOTER_SIZE || tail.len() as u64 > file_len {
+            return Err(bad(format!(
+                "tail of {} bytes for a file of {file_len}",
+                tail.len()
+            )));
+        }
+        let mut end = [0u8; FOOTER_SIZE];
+        end.copy_from_slice(&tail[tail.len() - FOOTER_SIZE..]);
+        let footer_tail = FooterTail::try_new(&end)?;
+        if footer_tail.is_encrypted_footer() {
+            return Err(bad("encrypted footer".into()));
+        }
+        let needed = footer_tail.metadata_length() as u64 + FOOTER_SIZE as u64;
+        if needed > file_len {
+            return Err(bad(format!(
+                "footer of {needed} bytes in a file of {file_len}"
+            )));
+        }
+        if needed > tail.len() as u64 {
+            return Ok(ParsedTail::NeedTailBytes(needed));
+        }
+        let start = tail.len() - needed as usize;
+        let metadata =
+            ParquetMetaDataReader::decode_metadata(&tail[start..tail.len() - FOOTER_SIZE])?;
+        check_layout(&metadata)?;
+        let data_end = file_len - needed;
+        let groups = (0..metadata.num_row_groups())
+            .map(|i| span(&metadata, i, data_end))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ParsedTail::Footer(Footer {
+            metadata: Arc::new(metadata),
+            groups,
+            file_len,
+        }))
+    }
+
+    /// The first row group that may hold `offset` or later offsets (row groups are in offset
+    /// order; one without statistics is a candidate the caller must decode to know).
+    pub fn first_group_from(&self, offset: u64) -> Option<usize> {
+        self.groups
+            .iter()
+            .position(|g| g.offsets.is_none_or(|(_, last)| last >= offset))
+    }
+}
+
+impl Weigh for Footer {
+    fn weight_bytes(&self) -> usize {
+        self.metadata.memory_size()
+            + self.groups.len() * std::mem::size_of::<RowGroupSpan>()
+            + std::mem::size_of::<Footer>()
+    }
+}
+
+fn span(
+    metadata: &ParquetMetaData,
+    group: usize,
+    data_end: u64,
+) -> Result<RowGroupSpan, CompactedError> {
+    let rg = metadata.row_group(group);
+    let (mut byte_start, mut byte_end) = (u64::MAX, 0u64);
+    for column in rg.columns() {
+        let start = column
+            .dictionary_page_offset()
+            .unwrap_or(column.data_page_offset());
+        let (Ok(start), Ok(len)) = (
+            u64::try_from(start),
+            u64::try_from(column.compressed_size()),
+        ) else {
+            return Err(bad(format!(
+                "row group {group} has a negative column range"
+            )));
+        };
+        let end = start.saturating_add(len);
+        if end > data_end {
+            return Err(bad(format!("row group {group} reaches into the footer")));
+        }
+        byte_start = byte_start.min(start);
+        byte_end = byte_end.max(end);
+    }
+    if byte_start >= byte_end {
+        return Err(bad(format!("row group {group} has no bytes")));
+    }
+    let rows = usize::try_from(rg.num_rows())
+        .map_err(|_| bad(format!("row group {group} has a negative row count")))?;
+    let offsets = match rg.column(0).statistics() {
+        Some(Statistics::Int64(s)) => match (s.min_opt(), s.max_opt()) {
+            (Some(min), Some(max)) if *min >= 0 && max >= min => Some((*min as u64, *max as u64)),
+            _ => None,
+        },
+        _ => None,
+    };
+    Ok(RowGroupSpan {
+        offsets,
+        byte_start,
+        byte_end,
+        rows,
+    })
+}
+
+fn check_layout(metadata: &ParquetMetaData) -> Result<(), CompactedError> {
+    let meta = metadata.file_metadata();
+    let version = meta
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|k| k.key == FORMAT_VERSION_KEY))
+        .and_then(|k| k.value.as_deref());
+    if version != Some(FORMAT_VERSION) {
+        return Err(bad(format!(
+            "unsupported compacted format version {version:?}"
+        )));
+    }
+    if meta.schema_descr().num_columns() != LEAF_COLUMNS {
+        return Err(bad("unexpected column count".into()));
+    }
+    Ok(())
+}
+
+fn bad(what: String) -> CompactedError {
+    CompactedError::Parquet(what)
+}
