@@ -113,6 +113,44 @@ pub struct Config {
     )]
     pub group_min_session_timeout_ms: i32,
 
+    /// Session timeout of consumer-protocol (KIP-848) group members.
+    #[arg(
+        long,
+        env = "BROKER_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
+        default_value_t = 45_000
+    )]
+    pub group_consumer_session_timeout_ms: i32,
+
+    /// Heartbeat interval given to consumer-protocol (KIP-848) group members.
+    #[arg(
+        long,
+        env = "BROKER_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS",
+        default_value_t = 5_000
+    )]
+    pub group_consumer_heartbeat_interval_ms: i32,
+
+    /// Committed offsets of a group without members are deleted this long after their last
+    /// commit (or after the group became empty, if later).
+    #[arg(
+        long,
+        env = "BROKER_OFFSETS_RETENTION_MINUTES",
+        default_value_t = 10_080
+    )]
+    pub offsets_retention_minutes: u64,
+
+    /// Offset retention in milliseconds; overrides `--offsets-retention-minutes` when set (as
+    /// `log.retention.ms` overrides `log.retention.minutes` in Kafka).
+    #[arg(long, env = "BROKER_OFFSETS_RETENTION_MS")]
+    pub offsets_retention_ms: Option<u64>,
+
+    /// Pause between offset expiry runs.
+    #[arg(
+        long,
+        env = "BROKER_OFFSETS_RETENTION_CHECK_INTERVAL_MS",
+        default_value_t = 600_000
+    )]
+    pub offsets_retention_check_interval_ms: u64,
+
     /// Run the compactor (WAL -> Parquet, reclamation) inside this process; clusters run the
     /// separate `compactor` binary instead.
     #[arg(long, env = "BROKER_COMPACTION", default_value_t = true, action = clap::ArgAction::Set)]
@@ -133,6 +171,34 @@ pub struct Config {
     /// Pause between compaction passes.
     #[arg(long, env = "BROKER_COMPACTION_INTERVAL_MS", default_value_t = 10_000)]
     pub compaction_interval_ms: u64,
+
+    /// Uncompacted bytes of a stream range that make it due before its age does.
+    #[arg(long, env = "BROKER_COMPACTION_MIN_BYTES", default_value_t = 8 << 20)]
+    pub compaction_min_bytes: u64,
+
+    /// Stream ranges compacted concurrently.
+    #[arg(long, env = "BROKER_COMPACTION_WORKERS", default_value_t = 2)]
+    pub compaction_workers: usize,
+
+    /// A compaction task failing this many times becomes DEAD (not retried automatically).
+    #[arg(long, env = "BROKER_COMPACTION_TASK_ATTEMPTS_MAX", default_value_t = 5)]
+    pub compaction_task_attempts_max: u32,
+
+    /// Wait before the first retry of a failed compaction task; doubles per failure.
+    #[arg(
+        long,
+        env = "BROKER_COMPACTION_RETRY_BACKOFF_MS",
+        default_value_t = 1_000
+    )]
+    pub compaction_retry_backoff_ms: u64,
+
+    /// Cap of the compaction retry backoff.
+    #[arg(
+        long,
+        env = "BROKER_COMPACTION_RETRY_BACKOFF_MAX_MS",
+        default_value_t = 300_000
+    )]
+    pub compaction_retry_backoff_max_ms: u64,
 
     /// Longest wait for in-flight requests on shutdown.
     #[arg(long, env = "BROKER_SHUTDOWN_TIMEOUT_MS", default_value_t = 30_000)]
@@ -273,6 +339,50 @@ impl Config {
             "must be >= 1",
         )?;
         check(
+            self.group_consumer_session_timeout_ms >= 1,
+            "group_consumer_session_timeout_ms",
+            "must be >= 1",
+        )?;
+        check(
+            self.group_consumer_heartbeat_interval_ms >= 1
+                && self.group_consumer_heartbeat_interval_ms
+                    < self.group_consumer_session_timeout_ms,
+            "group_consumer_heartbeat_interval_ms",
+            "must be >= 1 and below group_consumer_session_timeout_ms",
+        )?;
+        // Minutes beyond this overflow milliseconds in u64 arithmetic.
+        check(
+            (1..=u64::MAX / 60_000).contains(&self.offsets_retention_minutes),
+            "offsets_retention_minutes",
+            "must be >= 1",
+        )?;
+        check(
+            self.offsets_retention_ms.is_none_or(|ms| ms >= 1),
+            "offsets_retention_ms",
+            "must be >= 1",
+        )?;
+        check(
+            self.offsets_retention_check_interval_ms >= 1,
+            "offsets_retention_check_interval_ms",
+            "must be >= 1",
+        )?;
+        check(
+            self.compaction_workers >= 1,
+            "compaction_workers",
+            "must be >= 1",
+        )?;
+        check(
+            self.compaction_task_attempts_max >= 1,
+            "compaction_task_attempts_max",
+            "must be >= 1",
+        )?;
+        check(
+            self.compaction_retry_backoff_ms >= 1
+                && self.compaction_retry_backoff_ms <= self.compaction_retry_backoff_max_ms,
+            "compaction_retry_backoff_ms",
+            "must be >= 1 and at most compaction_retry_backoff_max_ms",
+        )?;
+        check(
             self.metastore == "embedded" || self.metastore.starts_with("oxia://"),
             "metastore",
             "expected `embedded` or `oxia://host:port/namespace`",
@@ -312,12 +422,23 @@ impl Config {
         }
     }
 
+    /// How long committed offsets of an empty group are kept.
+    pub fn offsets_retention_ms(&self) -> u64 {
+        self.offsets_retention_ms
+            .unwrap_or(self.offsets_retention_minutes.saturating_mul(60_000))
+    }
+
     /// Settings of the in-process compactor.
     pub fn compactor_config(&self) -> compactor::CompactorConfig {
         compactor::CompactorConfig {
             min_age_ms: self.compaction_min_age_ms,
             grace_period_ms: self.compaction_grace_period_ms,
             interval_ms: self.compaction_interval_ms,
+            min_bytes: self.compaction_min_bytes,
+            workers: self.compaction_workers,
+            task_attempts_max: self.compaction_task_attempts_max,
+            retry_backoff_ms: self.compaction_retry_backoff_ms,
+            retry_backoff_max_ms: self.compaction_retry_backoff_max_ms,
             ..compactor::CompactorConfig::default()
         }
     }
@@ -424,6 +545,78 @@ mod tests {
         assert!(Config::load_from(["broker", "--metastore", "zookeeper"]).is_err());
         assert!(Config::load_from(["broker", "--listen", "nowhere"]).is_err());
         assert!(Config::load_from(["broker", "--advertised-listener", "hostonly"]).is_err());
+        assert!(Config::load_from(["broker", "--offsets-retention-minutes", "0"]).is_err());
+        assert!(
+            Config::load_from(["broker", "--offsets-retention-check-interval-ms", "0"]).is_err()
+        );
+        assert!(Config::load_from([
+            "broker",
+            "--group-consumer-session-timeout-ms",
+            "5000",
+            "--group-consumer-heartbeat-interval-ms",
+            "5000"
+        ])
+        .is_err());
+        assert!(Config::load_from(["broker", "--compaction-workers", "0"]).is_err());
+        assert!(Config::load_from(["broker", "--compaction-task-attempts-max", "0"]).is_err());
+        assert!(Config::load_from([
+            "broker",
+            "--compaction-retry-backoff-ms",
+            "10",
+            "--compaction-retry-backoff-max-ms",
+            "5"
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn group_and_compaction_settings_reach_their_configs() {
+        let config = Config::load_from([
+            "broker",
+            "--offsets-retention-minutes",
+            "2",
+            "--offsets-retention-check-interval-ms",
+            "500",
+            "--group-consumer-session-timeout-ms",
+            "20000",
+            "--group-consumer-heartbeat-interval-ms",
+            "2000",
+            "--compaction-workers",
+            "4",
+            "--compaction-min-bytes",
+            "1024",
+            "--compaction-task-attempts-max",
+            "3",
+            "--compaction-retry-backoff-ms",
+            "50",
+            "--compaction-retry-backoff-max-ms",
+            "400",
+        ])
+        .unwrap();
+        let groups = crate::groups::GroupConfig::from_config(&config);
+        assert_eq!(groups.offsets_retention_ms, 120_000);
+        assert_eq!(groups.offsets_retention_check_interval_ms, 500);
+        assert_eq!(groups.consumer.session_timeout_ms, 20_000);
+        assert_eq!(groups.consumer.heartbeat_interval_ms, 2_000);
+        let compactor = config.compactor_config();
+        assert_eq!(compactor.workers, 4);
+        assert_eq!(compactor.min_bytes, 1024);
+        assert_eq!(compactor.task_attempts_max, 3);
+        assert_eq!(compactor.retry_backoff_ms, 50);
+        assert_eq!(compactor.retry_backoff_max_ms, 400);
+        let defaults =
+            crate::groups::GroupConfig::from_config(&Config::load_from(["broker"]).unwrap());
+        assert_eq!(defaults.offsets_retention_ms, 7 * 24 * 60 * 60 * 1000);
+        let precise = Config::load_from([
+            "broker",
+            "--offsets-retention-minutes",
+            "2",
+            "--offsets-retention-ms",
+            "1500",
+        ])
+        .unwrap();
+        assert_eq!(precise.offsets_retention_ms(), 1500);
+        assert_eq!(defaults.consumer.session_timeout_ms, 45_000);
     }
 
     #[test]

@@ -12,11 +12,13 @@ use storage::meta::{MetaError, MetaStore};
 use tokio::sync::Mutex;
 
 use super::clock::Clock;
-use super::consumer::{ConsumerCoordinator, ConsumerGroupConfig};
+use super::consumer::ConsumerCoordinator;
 use super::group::{Group, GroupDescription, GroupState, JoinRequest, Outcome, SyncRequest};
 use super::member::{JoinResponse, SyncResponse};
 use super::store::{CommittedOffset, GroupStore, StoreError};
 use super::GroupConfig;
+
+mod expire;
 
 type SharedGroup = Arc<Mutex<Group>>;
 
@@ -53,8 +55,7 @@ impl GroupCoordinator {
             groups.insert(group_id, Arc::new(Mutex::new(group)));
         }
         tracing::info!(groups = groups.len(), "group coordinator loaded");
-        let consumer =
-            ConsumerCoordinator::open(meta, ConsumerGroupConfig::default(), clock.clone()).await?;
+        let consumer = ConsumerCoordinator::open(meta, config.consumer, clock.clone()).await?;
         let coordinator = Arc::new(GroupCoordinator {
             config,
             store,
@@ -364,8 +365,18 @@ impl GroupCoordinator {
         group_id: &str,
         offsets: &[CommittedOffset],
     ) -> Vec<Result<(), ResponseError>> {
+        // Commit times come from the coordinator's clock, which also judges their expiry.
+        let now_ms = i64::try_from(self.clock.now_ms()).unwrap_or(i64::MAX);
+        let stamped: Vec<CommittedOffset> = offsets
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                o.record.commit_timestamp_ms = now_ms;
+                o
+            })
+            .collect();
         self.store
-            .commit_offsets(group_id, offsets)
+            .commit_offsets(group_id, &stamped)
             .await
             .into_iter()
             .map(|result| {

@@ -109,6 +109,9 @@ pub struct Group {
     /// While the first rebalance of an empty group waits for more members to arrive.
     initial_join_until_ms: Option<u64>,
     initial_join_limit_ms: u64,
+    /// When the group last became Empty (Kafka's `currentStateTimestamp`; offsets expire
+    /// counting from it). `None` while it has members, or when it never had any.
+    empty_since_ms: Option<u64>,
     dirty: bool,
     /// Version of the stored record, for conditional writes.
     pub store_version: Option<i64>,
@@ -130,6 +133,7 @@ impl Group {
             rebalance_deadline_ms: 0,
             initial_join_until_ms: None,
             initial_join_limit_ms: 0,
+            empty_since_ms: None,
             dirty: false,
             store_version: None,
         }
@@ -149,6 +153,7 @@ impl Group {
         group.protocol_name = record.protocol_name;
         group.generation_id = record.generation_id;
         group.leader_id = record.leader_id;
+        group.empty_since_ms = record.empty_since_ms;
         group.store_version = Some(version);
         for member in record.members {
             let member = Member::from_record(member, now_ms);
@@ -162,6 +167,7 @@ impl Group {
         if group.members.is_empty() {
             group.leader_id = None;
         } else {
+            group.empty_since_ms = None;
             group.state = GroupState::Stable;
             if group
                 .leader_id
@@ -181,6 +187,7 @@ impl Group {
             generation_id: self.generation_id,
             leader_id: self.leader_id.clone(),
             members: self.members.values().map(Member::to_record).collect(),
+            empty_since_ms: self.empty_since_ms,
         }
     }
 
@@ -198,6 +205,9 @@ impl Group {
     }
     pub fn member_count(&self) -> usize {
         self.members.len()
+    }
+    pub fn empty_since_ms(&self) -> Option<u64> {
+        self.empty_since_ms
     }
 
     /// Whether the group changed in a way that must be persisted; clears the flag.
@@ -443,6 +453,7 @@ impl Group {
             .max()
             .unwrap_or(0);
         self.state = GroupState::PreparingRebalance;
+        self.empty_since_ms = None;
         self.rebalance_deadline_ms = now_ms + timeout;
         self.initial_join_until_ms = None;
         if was_empty && self.config.initial_rebalance_delay_ms > 0 {
@@ -484,6 +495,7 @@ impl Group {
         self.generation_id = self.generation_id.wrapping_add(1).max(1);
         if self.members.is_empty() {
             self.state = GroupState::Empty;
+            self.empty_since_ms = Some(now_ms);
             self.protocol_name = None;
             self.leader_id = None;
             self.dirty = true;

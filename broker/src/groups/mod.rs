@@ -3,12 +3,14 @@
 //!
 //! - [`group`]: the per-group state machine (pure, driven by an explicit `now_ms`);
 //! - [`coordinator`]: the groups of this broker, locking, timers, persistence;
+//! - [`expiry`]: when committed offsets of an empty group expire (the coordinator runs it);
 //! - [`store`] and [`keys`]: what is stored where;
 //! - [`consumer`]: consumer groups of the KIP-848 protocol, which share the committed offsets.
 
 pub mod clock;
 pub mod consumer;
 pub mod coordinator;
+pub mod expiry;
 pub mod group;
 pub mod keys;
 pub mod member;
@@ -36,6 +38,15 @@ pub struct GroupConfig {
     pub offset_metadata_bytes_max: usize,
     /// How often timers are checked.
     pub tick_interval_ms: u64,
+    /// Committed offsets of an empty group live this long after its last commit, or after
+    /// it became empty if later (`offsets.retention.minutes`).
+    pub offsets_retention_ms: u64,
+    /// Pause between offset expiry runs (`offsets.retention.check.interval.ms`).
+    pub offsets_retention_check_interval_ms: u64,
+    /// Groups one expiry run examines at most; the next run carries on from there.
+    pub expiry_groups_per_run_max: usize,
+    /// Settings of the KIP-848 consumer groups.
+    pub consumer: consumer::ConsumerGroupConfig,
 }
 
 impl Default for GroupConfig {
@@ -51,6 +62,10 @@ impl Default for GroupConfig {
             assignment_bytes_max: 16 << 20,
             offset_metadata_bytes_max: 4096,
             tick_interval_ms: 100,
+            offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
+            offsets_retention_check_interval_ms: 600_000,
+            expiry_groups_per_run_max: 10_000,
+            consumer: consumer::ConsumerGroupConfig::default(),
         }
     }
 }
@@ -61,10 +76,19 @@ impl GroupConfig {
         GroupConfig {
             initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
             min_session_timeout_ms: config.group_min_session_timeout_ms,
+            offsets_retention_ms: config.offsets_retention_ms(),
+            offsets_retention_check_interval_ms: config.offsets_retention_check_interval_ms,
+            consumer: consumer::ConsumerGroupConfig {
+                session_timeout_ms: config.group_consumer_session_timeout_ms,
+                heartbeat_interval_ms: config.group_consumer_heartbeat_interval_ms,
+                ..consumer::ConsumerGroupConfig::default()
+            },
             ..GroupConfig::default()
         }
     }
 }
 
+#[cfg(test)]
+mod expiry_tests;
 #[cfg(test)]
 mod group_tests;

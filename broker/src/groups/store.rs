@@ -28,6 +28,10 @@ pub struct GroupRecord {
     pub generation_id: i32,
     pub leader_id: Option<String>,
     pub members: Vec<MemberRecord>,
+    /// When the group last became Empty (Kafka's `currentStateTimestamp`), the base of offset
+    /// expiry; absent in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_since_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +61,13 @@ pub struct OffsetRecord {
     pub leader_epoch: i32,
     pub metadata: String,
     pub commit_timestamp_ms: i64,
+}
+
+/// A committed offset with the version of its record, for conditional deletes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredOffset {
+    pub offset: CommittedOffset,
+    pub version: i64,
 }
 
 /// A committed offset with the partition it belongs to.
@@ -184,6 +195,16 @@ impl GroupStore {
         group_id: &str,
         topic: Option<&str>,
     ) -> Result<Vec<CommittedOffset>, StoreError> {
+        let stored = self.fetch_stored_offsets(group_id, topic).await?;
+        Ok(stored.into_iter().map(|s| s.offset).collect())
+    }
+
+    /// Like [`GroupStore::fetch_offsets`], with each record's version.
+    pub async fn fetch_stored_offsets(
+        &self,
+        group_id: &str,
+        topic: Option<&str>,
+    ) -> Result<Vec<StoredOffset>, StoreError> {
         let (mut start, end) = match topic {
             Some(topic) => keys::topic_offsets_range(group_id, topic),
             None => keys::group_offsets_range(group_id),
@@ -198,10 +219,13 @@ impl GroupStore {
                         key: record.key.clone(),
                         reason: "not an offset key".into(),
                     })?;
-                out.push(CommittedOffset {
-                    topic,
-                    partition,
-                    record: decode(&record.key, &record.value)?,
+                out.push(StoredOffset {
+                    offset: CommittedOffset {
+                        topic,
+                        partition,
+                        record: decode(&record.key, &record.value)?,
+                    },
+                    version: record.version.version_id,
                 });
             }
             match page.last() {
@@ -210,6 +234,82 @@ impl GroupStore {
             }
         }
         Ok(out)
+    }
+
+    /// Deletes one committed offset if its record is still at `version`. `Ok(false)` when it
+    /// changed (a commit raced) or is gone.
+    pub async fn delete_offset_at(
+        &self,
+        group_id: &str,
+        offset: &StoredOffset,
+    ) -> Result<bool, StoreError> {
+        let key = keys::offset_key(group_id, &offset.offset.topic, offset.offset.partition);
+        match self
+            .meta
+            .delete(&key, Expect::Version(offset.version), None)
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(MetaError::KeyNotFound | MetaError::UnexpectedVersion) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Up to `limit` groups with their record versions, in key order, starting after the key
+    /// `after` (from the start when `None`); unreadable records are skipped. The last key read
+    /// comes back as the cursor of the next page, `None` when the range is exhausted.
+    pub async fn scan_group_keys(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<(String, GroupRecord, i64)>, Option<String>), StoreError> {
+        let start = match after {
+            // Encoded keys never contain U+0001, so this is the smallest key after `after`.
+            Some(after) => format!("{after}\u{1}"),
+            None => keys::GROUPS_PREFIX.to_string(),
+        };
+        let limit = limit.max(1);
+        let page = self
+            .meta
+            .range_scan(&start, keys::GROUPS_END, None, limit)
+            .await?;
+        let mut groups = Vec::with_capacity(page.len());
+        for record in &page {
+            // One unreadable record must not stop the scan over all the others.
+            let decoded = keys::group_id_of(&record.key)
+                .ok_or_else(|| StoreError::Corrupt {
+                    key: record.key.clone(),
+                    reason: "not a group key".into(),
+                })
+                .and_then(|id| Ok((id, decode(&record.key, &record.value)?)));
+            match decoded {
+                Ok((group_id, group)) => groups.push((group_id, group, record.version.version_id)),
+                Err(error) => tracing::warn!(%error, "group record skipped"),
+            }
+        }
+        let cursor = match page.last() {
+            Some(last) if page.len() == limit => Some(last.key.clone()),
+            _ => None,
+        };
+        Ok((groups, cursor))
+    }
+
+    /// Deletes the group record (not its offsets) if it is still at `version`. `Ok(false)`
+    /// when it changed or is gone.
+    pub async fn delete_group_record(
+        &self,
+        group_id: &str,
+        version: i64,
+    ) -> Result<bool, StoreError> {
+        match self
+            .meta
+            .delete(&keys::group_key(group_id), Expect::Version(version), None)
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(MetaError::KeyNotFound | MetaError::UnexpectedVersion) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Deletes one committed offset; deleting an absent one is not an error.

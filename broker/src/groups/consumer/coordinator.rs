@@ -16,7 +16,8 @@ use super::group::{
 use super::store::ConsumerGroupStore;
 use super::{ConsumerGroupConfig, TopicMeta};
 use crate::groups::clock::Clock;
-use crate::groups::store::StoreError;
+use crate::groups::expiry::{expire_group_offsets, GroupExpiry, SweepReport};
+use crate::groups::store::{GroupStore, StoreError};
 
 type SharedGroup = Arc<Mutex<ConsumerGroup>>;
 
@@ -30,6 +31,8 @@ pub struct ListedConsumerGroup {
 pub struct ConsumerCoordinator {
     config: ConsumerGroupConfig,
     store: ConsumerGroupStore,
+    /// Committed offsets (shared with classic groups), for their expiry.
+    offsets: GroupStore,
     clock: Arc<dyn Clock>,
     groups: StdMutex<HashMap<String, SharedGroup>>,
     closed: AtomicBool,
@@ -42,6 +45,7 @@ impl ConsumerCoordinator {
         config: ConsumerGroupConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<ConsumerCoordinator>, StoreError> {
+        let offsets = GroupStore::new(meta.clone());
         let store = ConsumerGroupStore::new(meta);
         let now_ms = clock.now_ms();
         let mut groups = HashMap::new();
@@ -53,6 +57,7 @@ impl ConsumerCoordinator {
         let coordinator = Arc::new(ConsumerCoordinator {
             config,
             store,
+            offsets,
             clock,
             groups: StdMutex::new(groups),
             closed: AtomicBool::new(false),
@@ -227,6 +232,113 @@ impl ConsumerCoordinator {
         }
         tracing::info!(group = group_id, "consumer group removed");
         Ok(true)
+    }
+
+    /// Offset expiry over up to `limit` stored consumer groups after the key `after`: the
+    /// empty ones `owns` names lose their due offsets, and the group goes when none is left.
+    /// Returns the cursor of the next page (`None`: all read).
+    pub async fn expire_offsets_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+        owns: &(dyn Fn(&str) -> bool + Send + Sync),
+        now_ms: u64,
+        retention_ms: u64,
+    ) -> Result<(SweepReport, Option<String>), StoreError> {
+        let (page, next) = self.store.scan_page(after, limit).await?;
+        let mut report = SweepReport::default();
+        for (group_id, has_members, version) in page {
+            report.groups_examined += 1;
+            if has_members || !owns(&group_id) {
+                continue;
+            }
+            match self
+                .expire_group(&group_id, version, now_ms, retention_ms)
+                .await
+            {
+                Ok(expiry) => report.add(expiry),
+                Err(error) => {
+                    tracing::warn!(group = %group_id, %error, "offset expiry failed for consumer group")
+                }
+            }
+        }
+        Ok((report, next))
+    }
+
+    /// Kafka counts a consumer group's offsets from their commits (there is no "became empty"
+    /// time in KIP-848 groups).
+    async fn expire_group(
+        &self,
+        group_id: &str,
+        version: i64,
+        now_ms: u64,
+        retention_ms: u64,
+    ) -> Result<GroupExpiry, StoreError> {
+        let Ok(Some(shared)) = self.existing(group_id).await else {
+            return Ok(GroupExpiry::default());
+        };
+        let mut group = shared.lock().await;
+        if !group.is_empty() {
+            return Ok(GroupExpiry::default());
+        }
+        if group.store_version != Some(version) {
+            // The scan or this broker's copy is behind: decide on what is stored now.
+            match self.store.load(group_id).await? {
+                None => return Ok(GroupExpiry::default()),
+                Some((fresh, fresh_version)) if group.store_version != Some(fresh_version) => {
+                    if !fresh.members.is_empty() {
+                        return Ok(GroupExpiry::default());
+                    }
+                    if group.take_dirty() {
+                        group.mark_dirty();
+                        return Ok(GroupExpiry::default());
+                    }
+                    *group = ConsumerGroup::from_record(
+                        group_id,
+                        self.config,
+                        fresh,
+                        fresh_version,
+                        now_ms,
+                    );
+                }
+                Some(_) => {}
+            }
+        }
+        let (offsets_deleted, remaining) =
+            expire_group_offsets(&self.offsets, group_id, None, now_ms, retention_ms).await?;
+        let mut expiry = GroupExpiry {
+            offsets_deleted,
+            group_deleted: false,
+        };
+        if offsets_deleted > 0 {
+            tracing::info!(
+                group = group_id,
+                offsets = offsets_deleted,
+                "committed offsets expired"
+            );
+        }
+        let (0, Some(version)) = (remaining, group.store_version) else {
+            return Ok(expiry);
+        };
+        match self.store.delete(group_id, Some(version)).await {
+            Ok(()) => {}
+            Err(StoreError::Meta(MetaError::UnexpectedVersion)) => return Ok(expiry),
+            Err(error) => return Err(error),
+        }
+        drop(group);
+        let mut groups = self.groups_lock();
+        if groups
+            .get(group_id)
+            .is_some_and(|g| Arc::ptr_eq(g, &shared))
+        {
+            groups.remove(group_id);
+        }
+        expiry.group_deleted = true;
+        tracing::info!(
+            group = group_id,
+            "empty consumer group without offsets deleted"
+        );
+        Ok(expiry)
     }
 
     async fn existing(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {

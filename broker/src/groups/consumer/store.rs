@@ -126,6 +126,50 @@ impl ConsumerGroupStore {
         Ok(put.version.version_id)
     }
 
+    /// Up to `limit` consumer groups (id, whether it has members, record version) in key
+    /// order after the key `after` (from the start when `None`; unreadable records are
+    /// skipped), and the cursor of the next
+    /// page (`None` when the range is exhausted).
+    pub async fn scan_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<(String, bool, i64)>, Option<String>), StoreError> {
+        let start = match after {
+            // Encoded keys never contain U+0001, so this is the smallest key after `after`.
+            Some(after) => format!("{after}\u{1}"),
+            None => PREFIX.to_string(),
+        };
+        let limit = limit.max(1);
+        let page = self.meta.range_scan(&start, END, None, limit).await?;
+        let mut groups = Vec::with_capacity(page.len());
+        for record in &page {
+            // One unreadable record must not stop the scan over all the others.
+            let decoded = record
+                .key
+                .strip_prefix(PREFIX)
+                .and_then(decode_segment)
+                .ok_or_else(|| StoreError::Corrupt {
+                    key: record.key.clone(),
+                    reason: "not a consumer group key".into(),
+                })
+                .and_then(|id| Ok((id, decode(&record.key, &record.value)?)));
+            match decoded {
+                Ok((group_id, group)) => groups.push((
+                    group_id,
+                    !group.members.is_empty(),
+                    record.version.version_id,
+                )),
+                Err(error) => tracing::warn!(%error, "consumer group record skipped"),
+            }
+        }
+        let cursor = match page.last() {
+            Some(last) if page.len() == limit => Some(last.key.clone()),
+            _ => None,
+        };
+        Ok((groups, cursor))
+    }
+
     /// Deletes the record (offsets are the classic store's business).
     pub async fn delete(&self, group_id: &str, version: Option<i64>) -> Result<(), StoreError> {
         let expect = version.map_or(Expect::Any, Expect::Version);

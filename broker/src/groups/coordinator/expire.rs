@@ -1,0 +1,218 @@
+//! The coordinator's side of offset expiry (rules in [`crate::groups::expiry`]): a bounded run
+//! over the stored groups, and the task that repeats it every check interval.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use tokio::sync::Mutex;
+
+use super::{GroupCoordinator, SharedGroup};
+use crate::groups::expiry::{
+    expire_group_offsets, ExpiryCursor, GroupExpiry, Ownership, SweepReport,
+};
+use crate::groups::group::{Group, GroupState};
+use crate::groups::store::{GroupRecord, StoreError};
+
+/// Pause before a run that continues a cycle cut short by the per-run bound.
+const CONTINUE_PAUSE: Duration = Duration::from_millis(100);
+
+impl GroupCoordinator {
+    /// Starts the task that expires committed offsets of the groups `owns` says this broker
+    /// coordinates: a run at once, then one every `offsets_retention_check_interval_ms`.
+    pub fn start_offset_expiry(self: &Arc<Self>, owns: Ownership) {
+        let weak = Arc::downgrade(self);
+        let interval =
+            Duration::from_millis(self.config.offsets_retention_check_interval_ms.max(1));
+        tokio::spawn(async move {
+            let mut cursor = ExpiryCursor::default();
+            loop {
+                let Some(coordinator) = weak.upgrade() else {
+                    return;
+                };
+                if coordinator.closed.load(Ordering::SeqCst) {
+                    return;
+                }
+                match coordinator.expire_offsets(owns.as_ref(), &mut cursor).await {
+                    Ok(report) if report.offsets_deleted > 0 || report.groups_deleted > 0 => {
+                        tracing::info!(
+                            groups_examined = report.groups_examined,
+                            offsets_deleted = report.offsets_deleted,
+                            groups_deleted = report.groups_deleted,
+                            "expired committed offsets"
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "offset expiry run failed");
+                        cursor = ExpiryCursor::default();
+                    }
+                }
+                drop(coordinator);
+                let pause = if cursor.at_start() {
+                    interval
+                } else {
+                    CONTINUE_PAUSE.min(interval)
+                };
+                tokio::time::sleep(pause).await;
+            }
+        });
+    }
+
+    /// One run: examines up to `expiry_groups_per_run_max` stored groups from `cursor` on,
+    /// expires the due offsets of those that are empty and coordinated here, and deletes
+    /// empty groups left without offsets.
+    pub async fn expire_offsets(
+        &self,
+        owns: &(dyn Fn(&str) -> bool + Send + Sync),
+        cursor: &mut ExpiryCursor,
+    ) -> Result<SweepReport, StoreError> {
+        let now_ms = self.clock.now_ms();
+        let retention_ms = self.config.offsets_retention_ms;
+        let mut budget = self.config.expiry_groups_per_run_max.max(1);
+        let mut report = SweepReport::default();
+        if !cursor.classic_done {
+            let (page, next) = self
+                .store
+                .scan_group_keys(cursor.classic_after.as_deref(), budget)
+                .await?;
+            budget = budget.saturating_sub(page.len());
+            for (group_id, record, version) in page {
+                report.groups_examined += 1;
+                if !record.members.is_empty() || !owns(&group_id) {
+                    continue;
+                }
+                match self
+                    .expire_classic(&group_id, record, version, now_ms, retention_ms)
+                    .await
+                {
+                    Ok(expiry) => report.add(expiry),
+                    Err(error) => {
+                        tracing::warn!(group = %group_id, %error, "offset expiry failed for group")
+                    }
+                }
+            }
+            cursor.classic_done = next.is_none();
+            cursor.classic_after = next;
+        }
+        if cursor.classic_done && budget > 0 {
+            let (consumer_report, next) = self
+                .consumer
+                .expire_offsets_page(
+                    cursor.consumer_after.as_deref(),
+                    budget,
+                    owns,
+                    now_ms,
+                    retention_ms,
+                )
+                .await?;
+            report.merge(consumer_report);
+            match next {
+                Some(next) => cursor.consumer_after = Some(next),
+                None => {
+                    *cursor = ExpiryCursor::default();
+                    report.cycle_complete = true;
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Expires one classic group stored at `version` with `record` (which has no members).
+    async fn expire_classic(
+        &self,
+        group_id: &str,
+        record: GroupRecord,
+        version: i64,
+        now_ms: u64,
+        retention_ms: u64,
+    ) -> Result<GroupExpiry, StoreError> {
+        let shared = self.cached_or_insert(group_id, record, version, now_ms);
+        let mut group = shared.lock().await;
+        if group.state() != GroupState::Empty {
+            return Ok(GroupExpiry::default());
+        }
+        if group.store_version != Some(version) {
+            // The scan or this broker's copy is behind: decide on what is stored now. An
+            // empty group here has nothing that a newer empty record could lose.
+            match self.store.load(group_id).await? {
+                None => return Ok(GroupExpiry::default()),
+                Some((fresh, fresh_version)) if group.store_version != Some(fresh_version) => {
+                    if !fresh.members.is_empty() {
+                        return Ok(GroupExpiry::default());
+                    }
+                    if group.take_dirty() {
+                        // A change of this copy is still to be written: leave it to that.
+                        group.mark_dirty();
+                        return Ok(GroupExpiry::default());
+                    }
+                    *group =
+                        Group::from_record(group_id, self.config, fresh, fresh_version, now_ms);
+                }
+                Some(_) => {}
+            }
+        }
+        // Groups that never used group management (no protocol type) expire per commit.
+        let empty_since_ms = group.protocol_type().and_then(|_| group.empty_since_ms());
+        let (offsets_deleted, remaining) =
+            expire_group_offsets(&self.store, group_id, empty_since_ms, now_ms, retention_ms)
+                .await?;
+        let mut expiry = GroupExpiry {
+            offsets_deleted,
+            group_deleted: false,
+        };
+        if offsets_deleted > 0 {
+            tracing::info!(
+                group = group_id,
+                offsets = offsets_deleted,
+                "committed offsets expired"
+            );
+        }
+        if remaining > 0 {
+            return Ok(expiry);
+        }
+        let Some(version) = group.store_version else {
+            return Ok(expiry);
+        };
+        if self.store.delete_group_record(group_id, version).await? {
+            group.mark_dead(ResponseError::UnknownMemberId);
+            drop(group);
+            self.forget(group_id, &shared);
+            expiry.group_deleted = true;
+            tracing::info!(group = group_id, "empty group without offsets deleted");
+        }
+        Ok(expiry)
+    }
+
+    /// The cached group, or `record` loaded into the cache when this broker does not hold it.
+    fn cached_or_insert(
+        &self,
+        group_id: &str,
+        record: GroupRecord,
+        version: i64,
+        now_ms: u64,
+    ) -> SharedGroup {
+        let mut groups = self.groups_lock();
+        groups
+            .entry(group_id.to_string())
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(Group::from_record(
+                    group_id,
+                    self.config,
+                    record,
+                    version,
+                    now_ms,
+                )))
+            })
+            .clone()
+    }
+
+    /// Drops `shared` from the cache if it is still the group cached under `group_id`.
+    fn forget(&self, group_id: &str, shared: &SharedGroup) {
+        let mut groups = self.groups_lock();
+        if groups.get(group_id).is_some_and(|g| Arc::ptr_eq(g, shared)) {
+            groups.remove(group_id);
+        }
+    }
+}
