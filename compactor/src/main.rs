@@ -45,6 +45,9 @@ struct Args {
         default_value_t = 300_000
     )]
     retry_backoff_max_ms: u64,
+    /// How long the leader lock outlives a compactor that stopped renewing it (a killed one).
+    #[arg(long, env = "COMPACTOR_SESSION_TIMEOUT_MS", default_value_t = 10_000)]
+    session_timeout_ms: u64,
     /// Print the task records (state, range, attempts, errors) and exit.
     #[arg(long)]
     list_tasks: bool,
@@ -77,8 +80,19 @@ async fn main() -> anyhow::Result<()> {
         },
     )
     .await?;
-    let coord_meta =
-        open_meta_store(&args.metastore, &args.data_dir, MetaOptions::default()).await?;
+    anyhow::ensure!(
+        args.session_timeout_ms >= 100,
+        "--session-timeout-ms must be at least 100"
+    );
+    let coord_meta = open_meta_store(
+        &args.metastore,
+        &args.data_dir,
+        MetaOptions {
+            session_timeout: std::time::Duration::from_millis(args.session_timeout_ms),
+            ..Default::default()
+        },
+    )
+    .await?;
     let config = CompactorConfig {
         min_bytes: args.min_bytes,
         min_age_ms: args.min_age_ms,

@@ -172,7 +172,8 @@ def test_compactor_killed_at_random_points_loses_nothing(broker_factory, target,
         p.flush(30)
         # A compactor service (a pass every 50 ms) killed with SIGKILL at a random moment.
         log = open(tmp_path / f"compactor-{round_no}.log", "wb")
-        proc = subprocess.Popen(compactor_command(b.data_dir, "--interval-ms", "50"),
+        proc = subprocess.Popen(compactor_command(b.data_dir, "--interval-ms", "50",
+                                                  "--session-timeout-ms", "400"),
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(rng.uniform(0.05, 0.6))
         proc.kill()
@@ -192,3 +193,123 @@ def test_compactor_killed_at_random_points_loses_nothing(broker_factory, target,
     assert not files(b.data_dir, "wal"), "wal objects left after a full pass"
     got = consume_all(b.bootstrap, topic, len(sent))
     assert [(k, v) for _, k, v, _ in got] == sent
+
+
+def test_compactor_killed_while_producers_and_consumers_run(broker_factory, target, monkeypatch,
+                                                            tmp_path):
+    """The compactor is SIGKILLed at random moments while an idempotent producer writes and a
+    consumer tails two partitions, and catch-up readers read from offset 0 during the swaps: the
+    tail and every catch-up read are exactly the acknowledged records, in order, once each."""
+    if target != "ours":
+        pytest.skip("compaction is ours")
+    import random
+    import threading
+    from confluent_kafka import TopicPartition
+
+    monkeypatch.setenv("BROKER_ARGS", "--compaction false")
+    b = broker_factory()
+    topic = create_topic(b.bootstrap, unique_topic("compaction-live"), partitions=2)
+    acked = {0: [], 1: []}
+    errors, stop, produced = [], threading.Event(), threading.Event()
+    lock = threading.Lock()
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append(err)
+            return
+        with lock:
+            acked[msg.partition()].append((msg.offset(), msg.value()))
+
+    def producer():
+        p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "acks": "all",
+                      "linger.ms": 5, "compression.type": "zstd"})
+        i = 0
+        while not stop.is_set():
+            try:
+                p.produce(topic, value=f"v-{i}".encode(), key=str(i).encode(), partition=i % 2,
+                          on_delivery=on_delivery)
+                i += 1
+            except BufferError:
+                pass
+            p.poll(0.001 if i % 100 else 0.02)
+        assert p.flush(60) == 0
+        produced.set()
+
+    tailed = {0: [], 1: []}
+
+    def tail():
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": unique_topic("tail"),
+                      "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+        c.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
+        deadline = None
+        while not (produced.is_set() and all(len(tailed[p]) >= len(acked[p]) for p in tailed)):
+            if stop.is_set():
+                deadline = deadline or time.monotonic() + 90
+                if time.monotonic() > deadline:
+                    break
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                tailed[m.partition()].append((m.offset(), m.value()))
+        c.close()
+
+    threads = [threading.Thread(target=producer), threading.Thread(target=tail)]
+    for t in threads:
+        t.start()
+    rng = random.Random(11)
+    try:
+        for round_no in range(12):
+            time.sleep(0.5)
+            log = open(tmp_path / f"compactor-{round_no}.log", "wb")
+            # A short session: the next round's compactor takes over from the killed leader.
+            proc = subprocess.Popen(compactor_command(b.data_dir, "--interval-ms", "50",
+                                                      "--session-timeout-ms", "400"),
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                    env={**os.environ, "RUST_LOG": "info"})
+            time.sleep(rng.uniform(0.1, 0.9))
+            if round_no % 3 == 0:
+                # A catch-up reader from offset 0 while the compactor swaps entries under it.
+                with lock:
+                    want = list(acked[0])
+                got = read_partition(b.bootstrap, topic, 0, len(want))
+                assert got == want, f"catch-up read during round {round_no} differs"
+            proc.kill()
+            proc.wait(timeout=10)
+            log.close()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+    assert not errors, errors[:3]
+    assert all(not t.is_alive() for t in threads), "producer or tail did not finish"
+    assert files(b.data_dir, "compacted"), "the killed compactors never compacted anything"
+    for p in (0, 1):
+        assert len(acked[p]) > 500, f"too little produced on partition {p}"
+        assert [o for o, _ in acked[p]] == list(range(len(acked[p])))
+        assert tailed[p] == acked[p], f"tailing consumer of partition {p} differs"
+    # The killed leader's session lapses; then full passes finish the work.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        out = subprocess.run(compactor_command(b.data_dir, "--once"), capture_output=True, text=True,
+                             check=True).stdout
+        if "leader: true" in out and not files(b.data_dir, "wal"):
+            break
+        time.sleep(1)
+    assert not files(b.data_dir, "wal"), "wal objects left after a full pass"
+    assert files(b.data_dir, "compacted")
+    for p in (0, 1):
+        assert read_partition(b.bootstrap, topic, p, len(acked[p])) == acked[p]
+
+
+def read_partition(bootstrap: str, topic: str, partition: int, count: int) -> list:
+    """(offset, value) of the first `count` records of one partition, read from offset 0."""
+    from confluent_kafka import TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("catchup"),
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, partition, 0)])
+    got, deadline = [], time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append((m.offset(), m.value()))
+    c.close()
+    return got
