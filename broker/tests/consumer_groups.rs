@@ -6,9 +6,8 @@
 mod common;
 
 use bytes::Bytes;
-use common::{name, s, Client, TestBroker};
+use common::{create_topic, name, s, Client, TestBroker};
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -24,21 +23,6 @@ use uuid::Uuid;
 fn versions(api_key: ApiKey) -> std::ops::RangeInclusive<i16> {
     let (min, max) = supported_range(api_key).expect("api in the table");
     min..=max
-}
-
-async fn create_topic(client: &mut Client, topic: &str, partitions: i32) -> Uuid {
-    let request = CreateTopicsRequest::default()
-        .with_timeout_ms(5000)
-        .with_topics(vec![CreatableTopic::default()
-            .with_name(name(topic))
-            .with_num_partitions(partitions)
-            .with_replication_factor(-1)]);
-    let response = expect_kind!(
-        client.call(ApiKey::CreateTopics, 7, request).await,
-        CreateTopics
-    );
-    assert_eq!(response.topics[0].error_code, 0);
-    response.topics[0].topic_id
 }
 
 fn join_request(group: &str, member_id: &str, topic: &str) -> ConsumerGroupHeartbeatRequest {

@@ -3,9 +3,8 @@
 
 mod common;
 
-use bytes::{Bytes, BytesMut};
-use common::{name, Client, TestBroker};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use bytes::Bytes;
+use common::{create_topic, encode_batch, name, Client, TestBroker};
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
@@ -13,9 +12,7 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Record, TimestampType};
 use kafka_protocol::ResponseError;
 use protocol::versions::supported_range;
 
@@ -46,31 +43,11 @@ fn batch(first: i64) -> Bytes {
             headers: Default::default(),
         })
         .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    buf.freeze()
+    encode_batch(&records)
 }
 
 async fn setup(client: &mut Client, batches: i64) {
-    let request = CreateTopicsRequest::default()
-        .with_timeout_ms(5000)
-        .with_topics(vec![CreatableTopic::default()
-            .with_name(name(TOPIC))
-            .with_num_partitions(1)
-            .with_replication_factor(-1)]);
-    let response = expect_kind!(
-        client.call(ApiKey::CreateTopics, 7, request).await,
-        CreateTopics
-    );
-    assert_eq!(response.topics[0].error_code, 0);
+    create_topic(client, TOPIC, 1).await;
     for n in 0..batches {
         let request = ProduceRequest::default()
             .with_acks(-1)

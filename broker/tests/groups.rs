@@ -6,8 +6,7 @@ mod common;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{name, s, Client, TestBroker};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use common::{create_topic, name, s, Client, TestBroker};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::offset_commit_request::{
@@ -44,20 +43,6 @@ fn gid(value: &str) -> GroupId {
 
 fn code(error: ResponseError) -> i16 {
     error.code()
-}
-
-async fn create_topic(client: &mut Client, topic: &str, partitions: i32) {
-    let request = CreateTopicsRequest::default()
-        .with_timeout_ms(5000)
-        .with_topics(vec![CreatableTopic::default()
-            .with_name(name(topic))
-            .with_num_partitions(partitions)
-            .with_replication_factor(-1)]);
-    let response = expect_kind!(
-        client.call(ApiKey::CreateTopics, 7, request).await,
-        CreateTopics
-    );
-    assert_eq!(response.topics[0].error_code, 0);
 }
 
 fn join_request(

@@ -3,14 +3,11 @@
 
 mod common;
 
-use bytes::{Bytes, BytesMut};
-use common::{name, s, Client, TestBroker};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use bytes::Bytes;
+use common::{create_topic, encode_batch, name, s, Client, TestBroker};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Record, TimestampType};
 use kafka_protocol::ResponseError;
 
 const TOPIC: &str = "idem";
@@ -33,31 +30,7 @@ fn batch(producer_id: i64, epoch: i16, base_sequence: i32, count: i32) -> Bytes 
             headers: Default::default(),
         })
         .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    buf.freeze()
-}
-
-async fn create_topic(client: &mut Client) {
-    let request = CreateTopicsRequest::default()
-        .with_timeout_ms(5000)
-        .with_topics(vec![CreatableTopic::default()
-            .with_name(name(TOPIC))
-            .with_num_partitions(1)
-            .with_replication_factor(-1)]);
-    let response = expect_kind!(
-        client.call(ApiKey::CreateTopics, 7, request).await,
-        CreateTopics
-    );
-    assert_eq!(response.topics[0].error_code, 0);
+    encode_batch(&records)
 }
 
 async fn init_producer_id(client: &mut Client, transactional_id: Option<&str>) -> (i16, i64, i16) {
@@ -136,7 +109,7 @@ async fn init_producer_id_gives_fresh_ids_and_refuses_transactional_ids() {
 async fn a_retried_batch_returns_its_original_offset_and_is_written_once() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
-    create_topic(&mut client).await;
+    create_topic(&mut client, TOPIC, 1).await;
     let (_, pid, _) = init_producer_id(&mut client, None).await;
 
     assert_eq!(produce(&mut client, batch(pid, 0, 0, 3)).await, (0, 0));
@@ -161,7 +134,7 @@ async fn a_retried_batch_returns_its_original_offset_and_is_written_once() {
 async fn producer_state_is_rebuilt_from_the_log_after_a_restart() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
-    create_topic(&mut client).await;
+    create_topic(&mut client, TOPIC, 1).await;
     let (_, pid, _) = init_producer_id(&mut client, None).await;
     assert_eq!(produce(&mut client, batch(pid, 0, 0, 3)).await, (0, 0));
     assert_eq!(produce(&mut client, batch(pid, 0, 3, 3)).await, (0, 3));

@@ -9,6 +9,7 @@ mod leader;
 mod orphans;
 mod pass;
 mod reclaim;
+mod referenced;
 mod retention;
 mod scheduler;
 mod swap;

@@ -12,8 +12,9 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
 use storage::meta::{MetaError, MetaStore, PutOptions};
-use storage::{stream, FileType, IndexEntry};
+use storage::FileType;
 
+use crate::referenced;
 use crate::tasks::{Task, TaskState};
 use crate::{CompactorConfig, CompactorError};
 
@@ -54,7 +55,9 @@ impl OrphanSweeper<'_> {
         let mut marks = self.marks().await?;
         let mut deleted = 0;
         for (stream, files) in &files {
-            let referenced = self.parquet_keys(stream).await?;
+            let referenced =
+                referenced::object_keys(self.index_meta.as_ref(), stream, FileType::Parquet)
+                    .await?;
             for file in files {
                 let mark = mark_key(&file.key);
                 let marked_ms = marks.remove(&mark);
@@ -125,32 +128,6 @@ impl OrphanSweeper<'_> {
         Ok(out)
     }
 
-    /// Object keys of every PARQUET entry in a stream's index.
-    async fn parquet_keys(&self, s: &str) -> Result<HashSet<String>, CompactorError> {
-        let mut keys = HashSet::new();
-        let mut from = stream::index_range_start(s);
-        let end = stream::index_range_end(s);
-        loop {
-            let page = self
-                .index_meta
-                .range_scan(&from, &end, Some(s), SCAN_PAGE_RECORDS)
-                .await?;
-            let Some(last) = page.last() else { break };
-            from = format!("{}\u{1}", last.key);
-            let full = page.len() == SCAN_PAGE_RECORDS;
-            for r in page {
-                let entry = IndexEntry::decode(&r.value)?;
-                if entry.file_type == FileType::Parquet {
-                    keys.insert(entry.object_key);
-                }
-            }
-            if !full {
-                break;
-            }
-        }
-        Ok(keys)
-    }
-
     async fn marks(&self) -> Result<HashMap<String, u64>, CompactorError> {
         let end = format!("{MARK_PREFIX}\u{10FFFF}");
         let mut out = HashMap::new();
@@ -197,7 +174,7 @@ mod tests {
     use bytes::Bytes;
     use object_store::PutPayload;
     use storage::meta::{EmbeddedMetaStore, MetaOptions};
-    use storage::BatchMeta;
+    use storage::{stream, BatchMeta, IndexEntry};
 
     use super::*;
     use crate::tasks::Task;

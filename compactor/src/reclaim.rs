@@ -11,13 +11,13 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
 use storage::meta::{Comparison, MetaStore, PutOptions};
-use storage::{stream, FileType, IndexEntry};
+use storage::FileType;
 
+use crate::referenced;
 use crate::wal_scan::WalObject;
 use crate::{CompactorConfig, CompactorError};
 
 const LIFECYCLE_PREFIX: &str = "compactor/objects/";
-const SCAN_PAGE_RECORDS: usize = 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -53,7 +53,8 @@ impl Reclaimer<'_> {
             let mut in_use = false;
             for s in &object.streams {
                 if !referenced.contains_key(s) {
-                    let keys = self.raw_object_keys(s).await?;
+                    let keys =
+                        referenced::object_keys(self.meta.as_ref(), s, FileType::Raw).await?;
                     referenced.insert(s.clone(), keys);
                 }
                 in_use |= referenced.get(s).is_some_and(|k| k.contains(&object.key));
@@ -98,33 +99,6 @@ impl Reclaimer<'_> {
         }
         self.forget_deleted(wal).await?;
         Ok(deleted)
-    }
-
-    /// Object keys of every RAW entry left in a stream's index.
-    async fn raw_object_keys(&self, s: &str) -> Result<HashSet<String>, CompactorError> {
-        let mut keys = HashSet::new();
-        let mut from = stream::index_range_start(s);
-        let end = stream::index_range_end(s);
-        loop {
-            let page = self
-                .meta
-                .range_scan(&from, &end, Some(s), SCAN_PAGE_RECORDS)
-                .await?;
-            let Some(last) = page.last() else { break };
-            // The smallest key after `last` at the same depth.
-            from = format!("{}\u{1}", last.key);
-            let full = page.len() == SCAN_PAGE_RECORDS;
-            for r in page {
-                let entry = IndexEntry::decode(&r.value)?;
-                if entry.file_type == FileType::Raw {
-                    keys.insert(entry.object_key);
-                }
-            }
-            if !full {
-                break;
-            }
-        }
-        Ok(keys)
     }
 
     async fn lifecycle(&self, key: &str) -> Result<Option<Lifecycle>, CompactorError> {

@@ -106,15 +106,6 @@ class JavaMember:
             self.proc.wait(timeout=10)
 
 
-def wait_until(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-
-
 def describe_group(bootstrap, group):
     """The group as the Java Admin's describeConsumerGroups sees it."""
     from driver import run_lines

@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from conftest import create_topic, unique_topic
+from waiting import wait_until
 
 RECORDS = 100_000
 PARTITIONS = 2
@@ -82,15 +83,6 @@ def as_tuples(records: list) -> list:
     return [(r["offset"], r["key"], r["value"], [list(h) for h in r["headers"]]) for r in records]
 
 
-def wait_until(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def ensure_table_readers():
     try:
         import duckdb  # noqa: F401
@@ -154,6 +146,19 @@ def compactor_command(data_dir: Path, *extra: str) -> list:
             "--min-bytes", "0", "--min-age-ms", "0", "--grace-period-ms", "0", *extra]
 
 
+def finish_compaction(data_dir: Path) -> None:
+    """After a compactor was killed: once its leader session lapses, `--once` passes take over
+    and compact every WAL object left."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        out = subprocess.run(compactor_command(data_dir, "--once"), capture_output=True, text=True,
+                             check=True).stdout
+        if "leader: true" in out and not files(data_dir, "wal"):
+            break
+        time.sleep(1)
+    assert not files(data_dir, "wal"), "wal objects left after a full pass"
+
+
 def test_compactor_killed_at_random_points_loses_nothing(broker_factory, target, monkeypatch, tmp_path):
     if target != "ours":
         pytest.skip("compaction is ours")
@@ -182,15 +187,7 @@ def test_compactor_killed_at_random_points_loses_nothing(broker_factory, target,
         got = consume_all(b.bootstrap, topic, len(sent))
         assert [(k, v) for _, k, v, _ in got] == sent, f"after kill {round_no}"
         assert [o for o, *_ in got] == list(range(len(sent)))
-    # The killed leader's session lapses; then one full pass finishes the work.
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        out = subprocess.run(compactor_command(b.data_dir, "--once"), capture_output=True, text=True,
-                             check=True).stdout
-        if "leader: true" in out and not files(b.data_dir, "wal"):
-            break
-        time.sleep(1)
-    assert not files(b.data_dir, "wal"), "wal objects left after a full pass"
+    finish_compaction(b.data_dir)
     got = consume_all(b.bootstrap, topic, len(sent))
     assert [(k, v) for _, k, v, _ in got] == sent
 
@@ -286,15 +283,7 @@ def test_compactor_killed_while_producers_and_consumers_run(broker_factory, targ
         assert len(acked[p]) > 500, f"too little produced on partition {p}"
         assert [o for o, _ in acked[p]] == list(range(len(acked[p])))
         assert tailed[p] == acked[p], f"tailing consumer of partition {p} differs"
-    # The killed leader's session lapses; then full passes finish the work.
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        out = subprocess.run(compactor_command(b.data_dir, "--once"), capture_output=True, text=True,
-                             check=True).stdout
-        if "leader: true" in out and not files(b.data_dir, "wal"):
-            break
-        time.sleep(1)
-    assert not files(b.data_dir, "wal"), "wal objects left after a full pass"
+    finish_compaction(b.data_dir)
     assert files(b.data_dir, "compacted")
     for p in (0, 1):
         assert read_partition(b.bootstrap, topic, p, len(acked[p])) == acked[p]

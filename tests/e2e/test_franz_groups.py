@@ -14,6 +14,7 @@ from confluent_kafka import Producer
 
 from clients_cli import BIN
 from conftest import create_topic, unique_topic
+from waiting import wait_until
 
 PARTITIONS = 6
 MEMBER_TIMEOUT_MS = 180_000
@@ -61,15 +62,6 @@ class Member:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=10)
-
-
-def wait_until(check, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 def ownership_intervals(member: Member) -> list:

@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from conftest import create_topic, unique_topic
 from java_group import JavaMember, Timeline, describe_group
+from waiting import wait_until
 
 PARTITIONS = 6
 COORDINATOR_LOADING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
@@ -145,15 +146,6 @@ def high_watermarks(bootstrap, topic):
         return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)}
     finally:
         c.close()
-
-
-def wait_until(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 @pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])

@@ -10,7 +10,8 @@ import uuid
 import pytest
 
 from conftest import create_topic, unique_topic
-from java_group import JavaMember, Timeline, describe_group, wait_until
+from java_group import JavaMember, Timeline, describe_group
+from waiting import wait_until
 from test_groups import PARTITIONS, committed, high_watermarks, produce
 
 RECORDS = 3000

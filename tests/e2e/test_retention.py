@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 import wire
 from cluster import Cluster, tools_available
 from conftest import create_topic, unique_topic
+from waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 # Compaction off (nothing is ever due): only retention can make WAL objects unreferenced.
@@ -63,15 +64,6 @@ def consume(bootstrap: str, topic: str, count: int, start=None, group=None) -> l
     finally:
         c.close()
     return got
-
-
-def wait_until(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_delete_records_moves_the_log_start_for_every_client(broker):

@@ -2,25 +2,24 @@
 //! group records and committed offsets. Errors come back as Kafka error codes, since that is
 //! what every caller answers with.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
-use storage::meta::{MetaError, MetaStore};
-use tokio::sync::Mutex;
+use storage::meta::MetaStore;
 
 use super::clock::Clock;
 use super::consumer::ConsumerCoordinator;
 use super::group::{Group, GroupDescription, GroupState, JoinRequest, Outcome, SyncRequest};
 use super::member::{JoinResponse, SyncResponse};
+use super::registry::{spawn_ticks, GroupRegistry, Shared, Ticking};
 use super::store::{CommittedOffset, GroupStore, StoreError};
+use super::stored::persist;
 use super::GroupConfig;
 
 mod expire;
 
-type SharedGroup = Arc<Mutex<Group>>;
+type SharedGroup = Shared<Group>;
 
 /// A row of ListGroups.
 #[derive(Debug, Clone)]
@@ -34,7 +33,7 @@ pub struct GroupCoordinator {
     config: GroupConfig,
     store: GroupStore,
     clock: Arc<dyn Clock>,
-    groups: StdMutex<HashMap<String, SharedGroup>>,
+    groups: GroupRegistry<Group>,
     closed: AtomicBool,
     /// Groups of the consumer protocol (KIP-848); a group id is one kind or the other.
     consumer: Arc<ConsumerCoordinator>,
@@ -49,37 +48,25 @@ impl GroupCoordinator {
     ) -> Result<Arc<GroupCoordinator>, StoreError> {
         let store = GroupStore::new(meta.clone());
         let now_ms = clock.now_ms();
-        let mut groups = HashMap::new();
-        for (group_id, record, version) in store.load_all().await? {
-            let group = Group::from_record(&group_id, config, record, version, now_ms);
-            groups.insert(group_id, Arc::new(Mutex::new(group)));
-        }
-        tracing::info!(groups = groups.len(), "group coordinator loaded");
+        let loaded = store
+            .load_all()
+            .await?
+            .into_iter()
+            .map(|(group_id, record, version)| {
+                let group = Group::from_record(&group_id, config, record, version, now_ms);
+                (group_id, group)
+            });
+        let groups = GroupRegistry::new("classic", config.groups_max, loaded);
         let consumer = ConsumerCoordinator::open(meta, config.consumer, clock.clone()).await?;
         let coordinator = Arc::new(GroupCoordinator {
             config,
             store,
             clock,
-            groups: StdMutex::new(groups),
+            groups,
             closed: AtomicBool::new(false),
             consumer,
         });
-        let weak = Arc::downgrade(&coordinator);
-        let tick_interval = Duration::from_millis(config.tick_interval_ms.max(1));
-        tokio::spawn(async move {
-            let mut interval = tokio::time::interval(tick_interval);
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            loop {
-                interval.tick().await;
-                let Some(coordinator) = weak.upgrade() else {
-                    return;
-                };
-                if coordinator.closed.load(Ordering::SeqCst) {
-                    return;
-                }
-                coordinator.tick_all().await;
-            }
-        });
+        spawn_ticks(&coordinator, config.tick_interval_ms);
         Ok(coordinator)
     }
 
@@ -116,7 +103,7 @@ impl GroupCoordinator {
     /// A classic group held here, with no consumer group of that id cached, is not a consumer
     /// group: that spares its commits and fetches a MetaStore read.
     fn may_be_consumer_group(&self, group_id: &str) -> bool {
-        self.consumer.is_cached(group_id) || !self.groups_lock().contains_key(group_id)
+        self.consumer.is_cached(group_id) || !self.groups.contains(group_id)
     }
 
     /// Whether a classic group with members holds `group_id` (a consumer-protocol member
@@ -131,7 +118,7 @@ impl GroupCoordinator {
 
     /// Runs every group's timers once (the timer task calls this every `tick_interval_ms`).
     pub async fn tick_all(&self) {
-        for group in self.snapshot() {
+        for group in self.groups.snapshot() {
             let mut group = group.lock().await;
             group.tick(self.clock.now_ms());
             self.persist(&mut group).await;
@@ -143,7 +130,7 @@ impl GroupCoordinator {
     pub async fn shutdown(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.consumer.shutdown();
-        for group in self.snapshot() {
+        for group in self.groups.snapshot() {
             let mut group = group.lock().await;
             group.fail_waiters(ResponseError::NotCoordinator);
             self.persist(&mut group).await;
@@ -427,7 +414,7 @@ impl GroupCoordinator {
     /// Every group, sorted by id.
     pub async fn list(&self) -> Vec<ListedGroup> {
         let mut listed = Vec::new();
-        for group in self.snapshot() {
+        for group in self.groups.snapshot() {
             let group = group.lock().await;
             if group.state() == GroupState::Dead {
                 continue;
@@ -476,13 +463,7 @@ impl GroupCoordinator {
             return Err(ResponseError::CoordinatorNotAvailable);
         }
         group.mark_dead(ResponseError::UnknownMemberId);
-        let mut groups = self.groups_lock();
-        if groups
-            .get(group_id)
-            .is_some_and(|g| Arc::ptr_eq(g, &shared))
-        {
-            groups.remove(group_id);
-        }
+        self.groups.forget(group_id, &shared);
         tracing::info!(group = group_id, "group deleted");
         Ok(())
     }
@@ -553,86 +534,34 @@ impl GroupCoordinator {
 
     /// The group if this coordinator or the store knows it.
     async fn existing(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {
-        if let Some(group) = self.groups_lock().get(group_id) {
-            return Ok(Some(group.clone()));
-        }
-        // Another broker may have created it since we loaded.
-        match self.store.load(group_id).await {
-            Ok(Some((record, version))) => {
-                let group =
-                    Group::from_record(group_id, self.config, record, version, self.clock.now_ms());
-                let mut groups = self.groups_lock();
-                Ok(Some(
-                    groups
-                        .entry(group_id.to_string())
-                        .or_insert_with(|| Arc::new(Mutex::new(group)))
-                        .clone(),
-                ))
-            }
-            Ok(None) => Ok(None),
-            Err(error) => {
-                tracing::warn!(group = group_id, %error, "cannot load group");
-                Err(ResponseError::CoordinatorNotAvailable)
-            }
-        }
+        let from_record = |record, version| {
+            Group::from_record(group_id, self.config, record, version, self.clock.now_ms())
+        };
+        self.groups
+            .existing(group_id, self.store.load(group_id), from_record)
+            .await
     }
 
     async fn get_or_create(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {
         if let Some(group) = self.existing(group_id).await? {
             return Ok(Some(group));
         }
-        let mut groups = self.groups_lock();
-        if !groups.contains_key(group_id) && groups.len() >= self.config.groups_max {
-            tracing::warn!(
-                group = group_id,
-                groups_max = self.config.groups_max,
-                "group refused: too many groups"
-            );
-            return Err(ResponseError::CoordinatorNotAvailable);
-        }
-        let group = groups
-            .entry(group_id.to_string())
-            .or_insert_with(|| Arc::new(Mutex::new(Group::new(group_id, self.config))));
-        Ok(Some(group.clone()))
+        let new = || Group::new(group_id, self.config);
+        self.groups.get_or_insert_new(group_id, new).map(Some)
     }
 
-    /// Writes the group record if the state machine asked for it. A failed write is retried
-    /// by the next tick; the in-memory group stays authoritative meanwhile.
+    /// Writes the group record if the state machine asked for it (see [`persist`]).
     async fn persist(&self, group: &mut Group) {
-        if !group.take_dirty() || group.state() == GroupState::Dead {
-            return;
-        }
-        let group_id = group.group_id().to_string();
-        match self
-            .store
-            .save(&group_id, &group.to_record(), group.store_version)
-            .await
-        {
-            Ok(version) => group.store_version = Some(version),
-            Err(StoreError::Meta(MetaError::UnexpectedVersion | MetaError::KeyNotFound)) => {
-                // Someone else wrote or deleted the record: this coordinator owns the group
-                // now, so adopt the stored version and write again on the next tick.
-                tracing::warn!(group = %group_id, "group record changed behind this coordinator");
-                group.store_version = match self.store.load(&group_id).await {
-                    Ok(found) => found.map(|(_, version)| version),
-                    Err(_) => group.store_version,
-                };
-                group.mark_dirty();
-            }
-            Err(error) => {
-                tracing::warn!(group = %group_id, %error, "cannot persist group");
-                group.mark_dirty();
-            }
-        }
+        persist(self.store.records(), group).await;
+    }
+}
+
+impl Ticking for GroupCoordinator {
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
-    fn snapshot(&self) -> Vec<SharedGroup> {
-        self.groups_lock().values().cloned().collect()
-    }
-
-    // The map is only ever changed by single inserts/removes, so a poisoned lock still holds
-    // a consistent map.
-    fn groups_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SharedGroup>> {
-        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    fn tick(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.tick_all()
     }
 }

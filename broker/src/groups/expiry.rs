@@ -65,6 +65,13 @@ pub async fn expire_group_offsets(
             deleted += 1;
         }
     }
+    if deleted > 0 {
+        tracing::info!(
+            group = group_id,
+            offsets = deleted,
+            "committed offsets expired"
+        );
+    }
     Ok((deleted, offsets.len() - deleted))
 }
 

@@ -4,7 +4,9 @@
 //! - [`group`]: the per-group state machine (pure, driven by an explicit `now_ms`);
 //! - [`coordinator`]: the groups of this broker, locking, timers, persistence;
 //! - [`expiry`]: when committed offsets of an empty group expire (the coordinator runs it);
-//! - [`store`] and [`keys`]: what is stored where;
+//! - [`registry`]: the in-memory groups of a coordinator (both kinds) and its timer task;
+//! - [`store`], [`records`] and [`keys`]: what is stored where; [`stored`]: keeping a copy in
+//!   step with its record;
 //! - [`consumer`]: consumer groups of the KIP-848 protocol, which share the committed offsets.
 
 pub mod clock;
@@ -14,7 +16,10 @@ pub mod expiry;
 pub mod group;
 pub mod keys;
 pub mod member;
+pub mod records;
+pub mod registry;
 pub mod store;
+pub mod stored;
 
 pub use coordinator::GroupCoordinator;
 

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use storage::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
+use storage::meta::{Expect, MetaError, MetaStore, PutOptions};
 
 use super::keys;
+use super::records::{decode, GroupRecords};
 
 const SCAN_PAGE: usize = 1000;
 
@@ -81,53 +82,32 @@ pub struct CommittedOffset {
 #[derive(Clone)]
 pub struct GroupStore {
     meta: Arc<dyn MetaStore>,
+    records: GroupRecords,
 }
 
 impl GroupStore {
     pub fn new(meta: Arc<dyn MetaStore>) -> GroupStore {
-        GroupStore { meta }
+        let records = GroupRecords::new(
+            meta.clone(),
+            "classic",
+            keys::GROUPS_PREFIX,
+            keys::GROUPS_END,
+        );
+        GroupStore { meta, records }
+    }
+
+    /// The group records, for what both kinds of group share.
+    pub fn records(&self) -> &GroupRecords {
+        &self.records
     }
 
     /// Every stored group with the version its record was read at.
     pub async fn load_all(&self) -> Result<Vec<(String, GroupRecord, i64)>, StoreError> {
-        let mut groups = Vec::new();
-        let mut start = keys::GROUPS_PREFIX.to_string();
-        loop {
-            let page = self
-                .meta
-                .range_scan(&start, keys::GROUPS_END, None, SCAN_PAGE)
-                .await?;
-            let full = page.len() == SCAN_PAGE;
-            for record in &page {
-                let group_id =
-                    keys::group_id_of(&record.key).ok_or_else(|| StoreError::Corrupt {
-                        key: record.key.clone(),
-                        reason: "not a group key".into(),
-                    })?;
-                groups.push((
-                    group_id,
-                    decode(&record.key, &record.value)?,
-                    record.version.version_id,
-                ));
-            }
-            match page.last() {
-                // Encoded keys never contain U+0001, so this is the smallest key after `last`.
-                Some(last) if full => start = format!("{}\u{1}", last.key),
-                _ => break,
-            }
-        }
-        Ok(groups)
+        self.records.load_all().await
     }
 
     pub async fn load(&self, group_id: &str) -> Result<Option<(GroupRecord, i64)>, StoreError> {
-        let key = keys::group_key(group_id);
-        match self.meta.get(&key, Comparison::Equal, None).await? {
-            Some(record) => Ok(Some((
-                decode(&key, &record.value)?,
-                record.version.version_id,
-            ))),
-            None => Ok(None),
-        }
+        self.records.load(group_id).await
     }
 
     /// Writes the group record if the stored one is still at `expected_version` (absent when
@@ -138,16 +118,7 @@ impl GroupStore {
         record: &GroupRecord,
         expected_version: Option<i64>,
     ) -> Result<i64, StoreError> {
-        let expect = expected_version.map_or(Expect::NotExists, Expect::Version);
-        let options = PutOptions {
-            expect,
-            ..Default::default()
-        };
-        let put = self
-            .meta
-            .put(&keys::group_key(group_id), encode(record), options)
-            .await?;
-        Ok(put.version.version_id)
+        self.records.save(group_id, record, expected_version).await
     }
 
     /// Deletes the group's offsets, then its record (in that order, so a crash in between
@@ -255,43 +226,14 @@ impl GroupStore {
         }
     }
 
-    /// Up to `limit` groups with their record versions, in key order, starting after the key
-    /// `after` (from the start when `None`); unreadable records are skipped. The last key read
-    /// comes back as the cursor of the next page, `None` when the range is exhausted.
+    /// Up to `limit` groups with their record versions, in key order, after the key `after`
+    /// (see [`GroupRecords::scan_page`]).
     pub async fn scan_group_keys(
         &self,
         after: Option<&str>,
         limit: usize,
     ) -> Result<(Vec<(String, GroupRecord, i64)>, Option<String>), StoreError> {
-        let start = match after {
-            // Encoded keys never contain U+0001, so this is the smallest key after `after`.
-            Some(after) => format!("{after}\u{1}"),
-            None => keys::GROUPS_PREFIX.to_string(),
-        };
-        let limit = limit.max(1);
-        let page = self
-            .meta
-            .range_scan(&start, keys::GROUPS_END, None, limit)
-            .await?;
-        let mut groups = Vec::with_capacity(page.len());
-        for record in &page {
-            // One unreadable record must not stop the scan over all the others.
-            let decoded = keys::group_id_of(&record.key)
-                .ok_or_else(|| StoreError::Corrupt {
-                    key: record.key.clone(),
-                    reason: "not a group key".into(),
-                })
-                .and_then(|id| Ok((id, decode(&record.key, &record.value)?)));
-            match decoded {
-                Ok((group_id, group)) => groups.push((group_id, group, record.version.version_id)),
-                Err(error) => tracing::warn!(%error, "group record skipped"),
-            }
-        }
-        let cursor = match page.last() {
-            Some(last) if page.len() == limit => Some(last.key.clone()),
-            _ => None,
-        };
-        Ok((groups, cursor))
+        self.records.scan_page(after, limit).await
     }
 
     /// Deletes the group record (not its offsets) if it is still at `version`. `Ok(false)`
@@ -337,13 +279,6 @@ impl GroupStore {
 fn encode<T: Serialize>(value: &T) -> Bytes {
     // Plain data with string keys always serialises.
     Bytes::from(serde_json::to_vec(value).unwrap_or_default())
-}
-
-fn decode<T: for<'de> Deserialize<'de>>(key: &str, value: &[u8]) -> Result<T, StoreError> {
-    serde_json::from_slice(value).map_err(|e| StoreError::Corrupt {
-        key: key.to_string(),
-        reason: e.to_string(),
-    })
 }
 
 /// Opaque client bytes (protocol metadata, assignments) as lowercase hex in JSON.

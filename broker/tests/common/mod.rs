@@ -8,14 +8,19 @@ use std::time::Duration;
 
 use broker::app::{self, Running};
 use broker::config::Config;
-use bytes::Bytes;
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::{
+    ApiKey, CreateTopicsRequest, RequestHeader, RequestKind, ResponseKind,
+};
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 use protocol::codec;
 use protocol::frame;
 use tempfile::TempDir;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+use uuid::Uuid;
 
 pub struct TestBroker {
     pub running: Running,
@@ -130,4 +135,35 @@ pub fn name(value: &str) -> kafka_protocol::messages::TopicName {
 
 pub fn s(value: &str) -> StrBytes {
     StrBytes::from_string(value.to_string())
+}
+
+/// Creates `topic` with `partitions` partitions (the test fails otherwise); returns its id.
+pub async fn create_topic(client: &mut Client, topic: &str, partitions: i32) -> Uuid {
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(name(topic))
+            .with_num_partitions(partitions)
+            .with_replication_factor(-1)]);
+    let response = expect_kind!(
+        client.call(ApiKey::CreateTopics, 7, request).await,
+        CreateTopics
+    );
+    assert_eq!(response.topics[0].error_code, 0);
+    response.topics[0].topic_id
+}
+
+/// One uncompressed v2 record batch holding `records`.
+pub fn encode_batch(records: &[Record]) -> Bytes {
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    buf.freeze()
 }

@@ -1,14 +1,11 @@
 //! The consumer groups this broker coordinates: one lock per group, a timer task for session
 //! and revocation deadlines, and persistence of each group's record after every change.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use storage::meta::{MetaError, MetaStore};
-use tokio::sync::Mutex;
 
 use super::group::{
     ConsumerGroup, ConsumerGroupState, GroupDescription, Heartbeat, HeartbeatAnswer, Refusal,
@@ -17,9 +14,11 @@ use super::store::ConsumerGroupStore;
 use super::{ConsumerGroupConfig, TopicMeta};
 use crate::groups::clock::Clock;
 use crate::groups::expiry::{expire_group_offsets, GroupExpiry, SweepReport};
+use crate::groups::registry::{spawn_ticks, GroupRegistry, Shared, Ticking};
 use crate::groups::store::{GroupStore, StoreError};
+use crate::groups::stored::{catch_up_for_expiry, persist};
 
-type SharedGroup = Arc<Mutex<ConsumerGroup>>;
+type SharedGroup = Shared<ConsumerGroup>;
 
 /// A row of ListGroups.
 #[derive(Debug, Clone)]
@@ -34,7 +33,7 @@ pub struct ConsumerCoordinator {
     /// Committed offsets (shared with classic groups), for their expiry.
     offsets: GroupStore,
     clock: Arc<dyn Clock>,
-    groups: StdMutex<HashMap<String, SharedGroup>>,
+    groups: GroupRegistry<ConsumerGroup>,
     closed: AtomicBool,
 }
 
@@ -48,36 +47,24 @@ impl ConsumerCoordinator {
         let offsets = GroupStore::new(meta.clone());
         let store = ConsumerGroupStore::new(meta);
         let now_ms = clock.now_ms();
-        let mut groups = HashMap::new();
-        for (group_id, record, version) in store.load_all().await? {
-            let group = ConsumerGroup::from_record(&group_id, config, record, version, now_ms);
-            groups.insert(group_id, Arc::new(Mutex::new(group)));
-        }
-        tracing::info!(groups = groups.len(), "consumer group coordinator loaded");
+        let loaded = store
+            .load_all()
+            .await?
+            .into_iter()
+            .map(|(group_id, record, version)| {
+                let group = ConsumerGroup::from_record(&group_id, config, record, version, now_ms);
+                (group_id, group)
+            });
+        let groups = GroupRegistry::new("consumer", config.groups_max, loaded);
         let coordinator = Arc::new(ConsumerCoordinator {
             config,
             store,
             offsets,
             clock,
-            groups: StdMutex::new(groups),
+            groups,
             closed: AtomicBool::new(false),
         });
-        let weak = Arc::downgrade(&coordinator);
-        let tick_interval = Duration::from_millis(config.tick_interval_ms.max(1));
-        tokio::spawn(async move {
-            let mut interval = tokio::time::interval(tick_interval);
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            loop {
-                interval.tick().await;
-                let Some(coordinator) = weak.upgrade() else {
-                    return;
-                };
-                if coordinator.closed.load(Ordering::SeqCst) {
-                    return;
-                }
-                coordinator.tick_all().await;
-            }
-        });
+        spawn_ticks(&coordinator, config.tick_interval_ms);
         Ok(coordinator)
     }
 
@@ -87,7 +74,7 @@ impl ConsumerCoordinator {
 
     /// Whether this coordinator holds `group_id` in memory (without asking the store).
     pub fn is_cached(&self, group_id: &str) -> bool {
-        self.groups_lock().contains_key(group_id)
+        self.groups.contains(group_id)
     }
 
     pub fn shutdown(&self) {
@@ -95,7 +82,7 @@ impl ConsumerCoordinator {
     }
 
     pub async fn tick_all(&self) {
-        for group in self.snapshot() {
+        for group in self.groups.snapshot() {
             let mut group = group.lock().await;
             group.tick(self.clock.now_ms());
             self.persist(&mut group).await;
@@ -149,13 +136,10 @@ impl ConsumerCoordinator {
         member_id: &str,
         member_epoch: i32,
     ) -> Option<Result<(), ResponseError>> {
-        let group = match self.existing(group_id).await {
-            Ok(Some(group)) => group,
-            Ok(None) => return None,
-            Err(error) => return Some(Err(error)),
-        };
-        let group = group.lock().await;
-        Some(group.check_commit(member_id, member_epoch))
+        self.check_member(group_id, |group| {
+            group.check_commit(member_id, member_epoch)
+        })
+        .await
     }
 
     /// `None` when `group_id` is not a consumer group, else whether a member may fetch.
@@ -165,13 +149,23 @@ impl ConsumerCoordinator {
         member_id: &str,
         member_epoch: i32,
     ) -> Option<Result<(), ResponseError>> {
+        self.check_member(group_id, |group| group.check_fetch(member_id, member_epoch))
+            .await
+    }
+
+    /// `check` on the group, `None` when `group_id` is not a consumer group.
+    async fn check_member(
+        &self,
+        group_id: &str,
+        check: impl FnOnce(&ConsumerGroup) -> Result<(), ResponseError>,
+    ) -> Option<Result<(), ResponseError>> {
         let group = match self.existing(group_id).await {
             Ok(Some(group)) => group,
             Ok(None) => return None,
             Err(error) => return Some(Err(error)),
         };
         let group = group.lock().await;
-        Some(group.check_fetch(member_id, member_epoch))
+        Some(check(&group))
     }
 
     pub async fn describe(
@@ -194,7 +188,7 @@ impl ConsumerCoordinator {
 
     pub async fn list(&self) -> Vec<ListedConsumerGroup> {
         let mut listed = Vec::new();
-        for group in self.snapshot() {
+        for group in self.groups.snapshot() {
             let group = group.lock().await;
             // A group whose first join was refused was never stored: nobody knows it.
             if group.store_version.is_none() && group.is_empty() {
@@ -223,13 +217,7 @@ impl ConsumerCoordinator {
             tracing::warn!(group = group_id, %error, "consumer group delete failed");
             return Err(ResponseError::CoordinatorNotAvailable);
         }
-        let mut groups = self.groups_lock();
-        if groups
-            .get(group_id)
-            .is_some_and(|g| Arc::ptr_eq(g, &shared))
-        {
-            groups.remove(group_id);
-        }
+        self.groups.forget(group_id, &shared);
         tracing::info!(group = group_id, "consumer group removed");
         Ok(true)
     }
@@ -281,28 +269,12 @@ impl ConsumerCoordinator {
         if !group.is_empty() {
             return Ok(GroupExpiry::default());
         }
-        if group.store_version != Some(version) {
-            // The scan or this broker's copy is behind: decide on what is stored now.
-            match self.store.load(group_id).await? {
-                None => return Ok(GroupExpiry::default()),
-                Some((fresh, fresh_version)) if group.store_version != Some(fresh_version) => {
-                    if !fresh.members.is_empty() {
-                        return Ok(GroupExpiry::default());
-                    }
-                    if group.take_dirty() {
-                        group.mark_dirty();
-                        return Ok(GroupExpiry::default());
-                    }
-                    *group = ConsumerGroup::from_record(
-                        group_id,
-                        self.config,
-                        fresh,
-                        fresh_version,
-                        now_ms,
-                    );
-                }
-                Some(_) => {}
-            }
+        let from_record = |fresh, fresh_version| {
+            ConsumerGroup::from_record(group_id, self.config, fresh, fresh_version, now_ms)
+        };
+        let read = self.store.load(group_id);
+        if !catch_up_for_expiry(&mut *group, version, read, from_record).await? {
+            return Ok(GroupExpiry::default());
         }
         let (offsets_deleted, remaining) =
             expire_group_offsets(&self.offsets, group_id, None, now_ms, retention_ms).await?;
@@ -310,13 +282,6 @@ impl ConsumerCoordinator {
             offsets_deleted,
             group_deleted: false,
         };
-        if offsets_deleted > 0 {
-            tracing::info!(
-                group = group_id,
-                offsets = offsets_deleted,
-                "committed offsets expired"
-            );
-        }
         let (0, Some(version)) = (remaining, group.store_version) else {
             return Ok(expiry);
         };
@@ -326,13 +291,7 @@ impl ConsumerCoordinator {
             Err(error) => return Err(error),
         }
         drop(group);
-        let mut groups = self.groups_lock();
-        if groups
-            .get(group_id)
-            .is_some_and(|g| Arc::ptr_eq(g, &shared))
-        {
-            groups.remove(group_id);
-        }
+        self.groups.forget(group_id, &shared);
         expiry.group_deleted = true;
         tracing::info!(
             group = group_id,
@@ -341,97 +300,37 @@ impl ConsumerCoordinator {
         Ok(expiry)
     }
 
+    /// The group if this coordinator or the store knows it.
     async fn existing(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {
-        if let Some(group) = self.groups_lock().get(group_id) {
-            return Ok(Some(group.clone()));
-        }
-        // Another broker may have coordinated the group since we loaded.
-        match self.store.load(group_id).await {
-            Ok(Some((record, version))) => {
-                let group = ConsumerGroup::from_record(
-                    group_id,
-                    self.config,
-                    record,
-                    version,
-                    self.clock.now_ms(),
-                );
-                let mut groups = self.groups_lock();
-                Ok(Some(
-                    groups
-                        .entry(group_id.to_string())
-                        .or_insert_with(|| Arc::new(Mutex::new(group)))
-                        .clone(),
-                ))
-            }
-            Ok(None) => Ok(None),
-            Err(error) => {
-                tracing::warn!(group = group_id, %error, "cannot load consumer group");
-                Err(ResponseError::CoordinatorNotAvailable)
-            }
-        }
+        let from_record = |record, version| {
+            let now_ms = self.clock.now_ms();
+            ConsumerGroup::from_record(group_id, self.config, record, version, now_ms)
+        };
+        self.groups
+            .existing(group_id, self.store.load(group_id), from_record)
+            .await
     }
 
     async fn get_or_create(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {
         if let Some(group) = self.existing(group_id).await? {
             return Ok(Some(group));
         }
-        let mut groups = self.groups_lock();
-        if !groups.contains_key(group_id) && groups.len() >= self.config.groups_max {
-            tracing::warn!(
-                group = group_id,
-                groups_max = self.config.groups_max,
-                "consumer group refused: too many groups"
-            );
-            return Err(ResponseError::CoordinatorNotAvailable);
-        }
-        let group = groups
-            .entry(group_id.to_string())
-            .or_insert_with(|| Arc::new(Mutex::new(ConsumerGroup::new(group_id, self.config))));
-        Ok(Some(group.clone()))
+        let new = || ConsumerGroup::new(group_id, self.config);
+        self.groups.get_or_insert_new(group_id, new).map(Some)
     }
 
-    /// Writes the group record if it changed. `false` when the write failed (the group stays
-    /// dirty and the next tick retries).
+    /// Writes the group record if it changed (see [`persist`]); `false` when that failed.
     async fn persist(&self, group: &mut ConsumerGroup) -> bool {
-        if !group.take_dirty() {
-            return true;
-        }
-        let group_id = group.group_id().to_string();
-        match self
-            .store
-            .save(&group_id, &group.to_record(), group.store_version)
-            .await
-        {
-            Ok(version) => {
-                group.store_version = Some(version);
-                true
-            }
-            Err(StoreError::Meta(MetaError::UnexpectedVersion | MetaError::KeyNotFound)) => {
-                // Another coordinator wrote the record: this one owns the group now (the
-                // hash says so), so adopt the stored version and write again.
-                tracing::warn!(group = %group_id, "consumer group record changed behind this coordinator");
-                group.store_version = match self.store.load(&group_id).await {
-                    Ok(found) => found.map(|(_, version)| version),
-                    Err(_) => group.store_version,
-                };
-                group.mark_dirty();
-                false
-            }
-            Err(error) => {
-                tracing::warn!(group = %group_id, %error, "cannot persist consumer group");
-                group.mark_dirty();
-                false
-            }
-        }
+        persist(self.store.records(), group).await
+    }
+}
+
+impl Ticking for ConsumerCoordinator {
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
-    fn snapshot(&self) -> Vec<SharedGroup> {
-        self.groups_lock().values().cloned().collect()
-    }
-
-    // The map is only changed by single inserts/removes, so a poisoned lock still holds a
-    // consistent map.
-    fn groups_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SharedGroup>> {
-        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    fn tick(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.tick_all()
     }
 }

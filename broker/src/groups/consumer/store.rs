@@ -5,19 +5,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use storage::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
+use storage::meta::{Expect, MetaError, MetaStore};
 
 use super::reconcile::Reconciliation;
 use super::{Assignment, TopicsMeta};
-use crate::groups::keys::{decode_segment, encode_segment};
+use crate::groups::keys::encode_segment;
+use crate::groups::records::GroupRecords;
 use crate::groups::store::StoreError;
 
 const PREFIX: &str = "consumer-groups/";
 /// Upper bound of the depth-1 `consumer-groups/<group>` keys (see `groups::keys`).
 const END: &str = "consumer-groups//";
-const SCAN_PAGE: usize = 1000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsumerGroupRecord {
@@ -51,56 +50,30 @@ pub fn group_key(group_id: &str) -> String {
 #[derive(Clone)]
 pub struct ConsumerGroupStore {
     meta: Arc<dyn MetaStore>,
+    records: GroupRecords,
 }
 
 impl ConsumerGroupStore {
     pub fn new(meta: Arc<dyn MetaStore>) -> ConsumerGroupStore {
-        ConsumerGroupStore { meta }
+        let records = GroupRecords::new(meta.clone(), "consumer", PREFIX, END);
+        ConsumerGroupStore { meta, records }
+    }
+
+    /// The group records, for what both kinds of group share.
+    pub fn records(&self) -> &GroupRecords {
+        &self.records
     }
 
     /// Every stored consumer group with the version its record was read at.
     pub async fn load_all(&self) -> Result<Vec<(String, ConsumerGroupRecord, i64)>, StoreError> {
-        let mut groups = Vec::new();
-        let mut start = PREFIX.to_string();
-        loop {
-            let page = self.meta.range_scan(&start, END, None, SCAN_PAGE).await?;
-            let full = page.len() == SCAN_PAGE;
-            for record in &page {
-                let group_id = record
-                    .key
-                    .strip_prefix(PREFIX)
-                    .and_then(decode_segment)
-                    .ok_or_else(|| StoreError::Corrupt {
-                        key: record.key.clone(),
-                        reason: "not a consumer group key".into(),
-                    })?;
-                groups.push((
-                    group_id,
-                    decode(&record.key, &record.value)?,
-                    record.version.version_id,
-                ));
-            }
-            match page.last() {
-                // Encoded keys never contain U+0001, so this is the smallest key after `last`.
-                Some(last) if full => start = format!("{}\u{1}", last.key),
-                _ => break,
-            }
-        }
-        Ok(groups)
+        self.records.load_all().await
     }
 
     pub async fn load(
         &self,
         group_id: &str,
     ) -> Result<Option<(ConsumerGroupRecord, i64)>, StoreError> {
-        let key = group_key(group_id);
-        match self.meta.get(&key, Comparison::Equal, None).await? {
-            Some(record) => Ok(Some((
-                decode(&key, &record.value)?,
-                record.version.version_id,
-            ))),
-            None => Ok(None),
-        }
+        self.records.load(group_id).await
     }
 
     /// Writes the record if the stored one is still at `expected_version` (absent when
@@ -111,62 +84,25 @@ impl ConsumerGroupStore {
         record: &ConsumerGroupRecord,
         expected_version: Option<i64>,
     ) -> Result<i64, StoreError> {
-        let value = serde_json::to_vec(record).map_err(|e| StoreError::Corrupt {
-            key: group_key(group_id),
-            reason: e.to_string(),
-        })?;
-        let options = PutOptions {
-            expect: expected_version.map_or(Expect::NotExists, Expect::Version),
-            ..Default::default()
-        };
-        let put = self
-            .meta
-            .put(&group_key(group_id), Bytes::from(value), options)
-            .await?;
-        Ok(put.version.version_id)
+        self.records.save(group_id, record, expected_version).await
     }
 
     /// Up to `limit` consumer groups (id, whether it has members, record version) in key
-    /// order after the key `after` (from the start when `None`; unreadable records are
-    /// skipped), and the cursor of the next
-    /// page (`None` when the range is exhausted).
+    /// order after the key `after` (see [`GroupRecords::scan_page`]), and the cursor of the
+    /// next page.
     pub async fn scan_page(
         &self,
         after: Option<&str>,
         limit: usize,
     ) -> Result<(Vec<(String, bool, i64)>, Option<String>), StoreError> {
-        let start = match after {
-            // Encoded keys never contain U+0001, so this is the smallest key after `after`.
-            Some(after) => format!("{after}\u{1}"),
-            None => PREFIX.to_string(),
-        };
-        let limit = limit.max(1);
-        let page = self.meta.range_scan(&start, END, None, limit).await?;
-        let mut groups = Vec::with_capacity(page.len());
-        for record in &page {
-            // One unreadable record must not stop the scan over all the others.
-            let decoded = record
-                .key
-                .strip_prefix(PREFIX)
-                .and_then(decode_segment)
-                .ok_or_else(|| StoreError::Corrupt {
-                    key: record.key.clone(),
-                    reason: "not a consumer group key".into(),
-                })
-                .and_then(|id| Ok((id, decode(&record.key, &record.value)?)));
-            match decoded {
-                Ok((group_id, group)) => groups.push((
-                    group_id,
-                    !group.members.is_empty(),
-                    record.version.version_id,
-                )),
-                Err(error) => tracing::warn!(%error, "consumer group record skipped"),
-            }
-        }
-        let cursor = match page.last() {
-            Some(last) if page.len() == limit => Some(last.key.clone()),
-            _ => None,
-        };
+        let (page, cursor) = self
+            .records
+            .scan_page::<ConsumerGroupRecord>(after, limit)
+            .await?;
+        let groups = page
+            .into_iter()
+            .map(|(group_id, group, version)| (group_id, !group.members.is_empty(), version))
+            .collect();
         Ok((groups, cursor))
     }
 
@@ -180,17 +116,11 @@ impl ConsumerGroupStore {
     }
 }
 
-fn decode(key: &str, value: &[u8]) -> Result<ConsumerGroupRecord, StoreError> {
-    serde_json::from_slice(value).map_err(|e| StoreError::Corrupt {
-        key: key.to_string(),
-        reason: e.to_string(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::groups::consumer::TopicMeta;
+    use crate::groups::records::decode;
     use std::cmp::Ordering;
     use storage::meta::compare_keys;
     use uuid::Uuid;
@@ -229,7 +159,8 @@ mod tests {
             }],
         };
         let bytes = serde_json::to_vec(&record).unwrap();
-        assert_eq!(decode("k", &bytes).unwrap(), record);
+        let decoded: ConsumerGroupRecord = decode("k", &bytes).unwrap();
+        assert_eq!(decoded, record);
     }
 
     #[test]

@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::ResponseError;
-use tokio::sync::Mutex;
 
-use super::{GroupCoordinator, SharedGroup};
+use super::GroupCoordinator;
 use crate::groups::expiry::{
     expire_group_offsets, ExpiryCursor, GroupExpiry, Ownership, SweepReport,
 };
 use crate::groups::group::{Group, GroupState};
 use crate::groups::store::{GroupRecord, StoreError};
+use crate::groups::stored::catch_up_for_expiry;
 
 /// Pause before a run that continues a cycle cut short by the per-run bound.
 const CONTINUE_PAUSE: Duration = Duration::from_millis(100);
@@ -128,30 +128,19 @@ impl GroupCoordinator {
         now_ms: u64,
         retention_ms: u64,
     ) -> Result<GroupExpiry, StoreError> {
-        let shared = self.cached_or_insert(group_id, record, version, now_ms);
+        let shared = self.groups.insert_if_absent(group_id, || {
+            Group::from_record(group_id, self.config, record, version, now_ms)
+        });
         let mut group = shared.lock().await;
         if group.state() != GroupState::Empty {
             return Ok(GroupExpiry::default());
         }
-        if group.store_version != Some(version) {
-            // The scan or this broker's copy is behind: decide on what is stored now. An
-            // empty group here has nothing that a newer empty record could lose.
-            match self.store.load(group_id).await? {
-                None => return Ok(GroupExpiry::default()),
-                Some((fresh, fresh_version)) if group.store_version != Some(fresh_version) => {
-                    if !fresh.members.is_empty() {
-                        return Ok(GroupExpiry::default());
-                    }
-                    if group.take_dirty() {
-                        // A change of this copy is still to be written: leave it to that.
-                        group.mark_dirty();
-                        return Ok(GroupExpiry::default());
-                    }
-                    *group =
-                        Group::from_record(group_id, self.config, fresh, fresh_version, now_ms);
-                }
-                Some(_) => {}
-            }
+        let from_record = |fresh, fresh_version| {
+            Group::from_record(group_id, self.config, fresh, fresh_version, now_ms)
+        };
+        let read = self.store.load(group_id);
+        if !catch_up_for_expiry(&mut *group, version, read, from_record).await? {
+            return Ok(GroupExpiry::default());
         }
         // Groups that never used group management (no protocol type) expire per commit.
         let empty_since_ms = group.protocol_type().and_then(|_| group.empty_since_ms());
@@ -162,13 +151,6 @@ impl GroupCoordinator {
             offsets_deleted,
             group_deleted: false,
         };
-        if offsets_deleted > 0 {
-            tracing::info!(
-                group = group_id,
-                offsets = offsets_deleted,
-                "committed offsets expired"
-            );
-        }
         if remaining > 0 {
             return Ok(expiry);
         }
@@ -178,41 +160,10 @@ impl GroupCoordinator {
         if self.store.delete_group_record(group_id, version).await? {
             group.mark_dead(ResponseError::UnknownMemberId);
             drop(group);
-            self.forget(group_id, &shared);
+            self.groups.forget(group_id, &shared);
             expiry.group_deleted = true;
             tracing::info!(group = group_id, "empty group without offsets deleted");
         }
         Ok(expiry)
-    }
-
-    /// The cached group, or `record` loaded into the cache when this broker does not hold it.
-    fn cached_or_insert(
-        &self,
-        group_id: &str,
-        record: GroupRecord,
-        version: i64,
-        now_ms: u64,
-    ) -> SharedGroup {
-        let mut groups = self.groups_lock();
-        groups
-            .entry(group_id.to_string())
-            .or_insert_with(|| {
-                Arc::new(Mutex::new(Group::from_record(
-                    group_id,
-                    self.config,
-                    record,
-                    version,
-                    now_ms,
-                )))
-            })
-            .clone()
-    }
-
-    /// Drops `shared` from the cache if it is still the group cached under `group_id`.
-    fn forget(&self, group_id: &str, shared: &SharedGroup) {
-        let mut groups = self.groups_lock();
-        if groups.get(group_id).is_some_and(|g| Arc::ptr_eq(g, shared)) {
-            groups.remove(group_id);
-        }
     }
 }
