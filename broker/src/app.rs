@@ -131,12 +131,15 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         MEMBERSHIP_REFRESH_INTERVAL,
     )
     .await?;
-    // Offsets expire on the broker that coordinates their group, as the placement says now.
+    // A group is this broker's while the placement names it coordinator, as it says now.
     let view = membership.clone();
     let my_id = node.broker_id;
-    groups.start_offset_expiry(Arc::new(move |group_id: &str| {
+    let owns: crate::groups::expiry::Ownership = Arc::new(move |group_id: &str| {
         view.placement().group_coordinator(group_id).broker_id == my_id
-    }));
+    });
+    // Timers run for, and offsets expire on, the groups this broker coordinates only.
+    groups.set_ownership(owns.clone());
+    groups.start_offset_expiry(owns);
     let producers =
         crate::producers::Producers::new(coordination_meta.clone(), membership.generation());
     tracing::info!(%local_addr, advertised = ?node.endpoint, broker_id = node.broker_id, %cluster_id, objects = %object_url, metastore = %config.metastore, "broker listening");

@@ -30,6 +30,10 @@ def cluster(tmp_path):
     yield c
     c.stop()
 
+# Producers whose per-partition order (and exactly-once) the failover test checks: the
+# idempotent ones (librdkafka producer 0 and the Java client, idempotent by default).
+ORDERED_PRODUCERS = ("0", "j")
+
 
 def make_topic(bootstrap: str, partitions: int) -> str:
     name = f"e2e-cluster-{uuid.uuid4().hex[:10]}"
@@ -184,9 +188,13 @@ def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_reco
     stop_producing = threading.Event()
 
     def produce(producer_id: str):
-        # librdkafka with its defaults for idempotence (off) and one request in flight.
+        # librdkafka: producer 0 idempotent, producer 1 with its defaults (idempotence off) and
+        # one request in flight. Without idempotence librdkafka sends to a partition's new leader
+        # while a request to the old one is still out, and re-queues that one if it fails, so its
+        # order across a leader change is not guaranteed (by Kafka either): only loss is checked.
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": f"p-{producer_id}",
                              "acks": "all", "linger.ms": 5, "max.in.flight.requests.per.connection": 1,
+                             "enable.idempotence": producer_id in ORDERED_PRODUCERS,
                              "message.timeout.ms": 120000})
         def on_ack(err, msg):
             if err is None:
@@ -263,7 +271,8 @@ def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_reco
     seen = {v for records in consumed.values() for _, v in records}
     missing = set(acked) - seen
     assert not missing, f"{len(missing)} acknowledged records never consumed, e.g. {sorted(missing)[:5]}"
-    # Per partition, offsets map to one value each, and each producer's records come in order.
+    # Per partition, offsets map to one value each, and each idempotent producer's records come
+    # in order, once each.
     ends = {}
     for partition, records in consumed.items():
         by_offset = {}
@@ -272,7 +281,10 @@ def test_clients_fail_over_when_a_broker_is_killed_and_lose_no_acknowledged_reco
         last = {}
         for offset in sorted(by_offset):
             producer_id, n = by_offset[offset].split(":")
-            assert int(n) > last.get(producer_id, -1), f"p{partition} out of order at {offset}"
+            if producer_id not in ORDERED_PRODUCERS:
+                continue
+            assert int(n) > last.get(producer_id, -1), \
+                f"p{partition} out of order at {offset}: {producer_id}:{n} after {last.get(producer_id)}"
             last[producer_id] = int(n)
         for value, (p, offset) in acked.items():
             if p == partition:

@@ -3,13 +3,14 @@
 //! what every caller answers with.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kafka_protocol::ResponseError;
 use storage::meta::MetaStore;
 
 use super::clock::Clock;
 use super::consumer::ConsumerCoordinator;
+use super::expiry::Ownership;
 use super::group::{Group, GroupDescription, GroupState, JoinRequest, Outcome, SyncRequest};
 use super::member::{JoinResponse, SyncResponse};
 use super::registry::{spawn_ticks, GroupRegistry, Shared, Ticking};
@@ -37,6 +38,9 @@ pub struct GroupCoordinator {
     closed: AtomicBool,
     /// Groups of the consumer protocol (KIP-848); a group id is one kind or the other.
     consumer: Arc<ConsumerCoordinator>,
+    /// Which groups the placement names this broker coordinator of; unset (one broker, tests)
+    /// means all.
+    ownership: OnceLock<Ownership>,
 }
 
 impl GroupCoordinator {
@@ -65,6 +69,7 @@ impl GroupCoordinator {
             groups,
             closed: AtomicBool::new(false),
             consumer,
+            ownership: OnceLock::new(),
         });
         spawn_ticks(&coordinator, config.tick_interval_ms);
         Ok(coordinator)
@@ -116,10 +121,29 @@ impl GroupCoordinator {
         Ok(!matches!(state, GroupState::Empty | GroupState::Dead))
     }
 
+    /// Tells the coordinator which groups are its own from now on (see [`Self::tick_all`]).
+    pub fn set_ownership(&self, owns: Ownership) {
+        self.consumer.set_ownership(owns.clone());
+        let _ = self.ownership.set(owns);
+    }
+
     /// Runs every group's timers once (the timer task calls this every `tick_interval_ms`).
+    /// A group another broker coordinates now is dropped instead: its timers must not expire
+    /// members of the live coordinator, and if it comes back here it is loaded afresh.
     pub async fn tick_all(&self) {
-        for group in self.groups.snapshot() {
-            let mut group = group.lock().await;
+        for shared in self.groups.snapshot() {
+            let mut group = shared.lock().await;
+            if !self
+                .ownership
+                .get()
+                .is_none_or(|owns| owns(group.group_id()))
+            {
+                group.fail_waiters(ResponseError::NotCoordinator);
+                let group_id = group.group_id().to_string();
+                drop(group);
+                self.groups.forget(&group_id, &shared);
+                continue;
+            }
             group.tick(self.clock.now_ms());
             self.persist(&mut group).await;
         }

@@ -386,3 +386,26 @@ async fn an_unreadable_group_record_does_not_stop_expiry() {
     env.clock.advance(RETENTION_MS);
     assert_eq!(expire(&coordinator).await, (1, 1));
 }
+
+#[tokio::test]
+async fn a_broker_that_no_longer_coordinates_a_group_drops_it_instead_of_expiring_its_members() {
+    let env = Env::new().await;
+    let live = env.coordinator(config()).await;
+    let (member_id, _) = stable_member(&live, "g").await;
+    // Another broker loaded the group at start-up; the placement names `live` coordinator.
+    let stale = env.coordinator(config()).await;
+    stale.set_ownership(Arc::new(|_: &str| false));
+    env.clock.advance(60_000); // past the member's 10 s session on the stale copy
+    stale.tick_all().await;
+    // Nothing was written: a fresh load still sees the live coordinator's member.
+    let fresh = env.coordinator(config()).await;
+    let description = fresh.describe("g").await.unwrap().unwrap();
+    assert_eq!(description.state, GroupState::Stable);
+    assert_eq!(description.members.len(), 1);
+    assert_eq!(description.members[0].member_id, member_id);
+    // The owner's own timers still run: there, the silent member expires.
+    live.set_ownership(Arc::new(everything));
+    live.tick_all().await;
+    let after = live.describe("g").await.unwrap().unwrap();
+    assert_eq!(after.state, GroupState::Empty);
+}

@@ -2,7 +2,7 @@
 //! and revocation deadlines, and persistence of each group's record after every change.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kafka_protocol::ResponseError;
 use storage::meta::{MetaError, MetaStore};
@@ -13,7 +13,7 @@ use super::group::{
 use super::store::ConsumerGroupStore;
 use super::{ConsumerGroupConfig, TopicMeta};
 use crate::groups::clock::Clock;
-use crate::groups::expiry::{expire_group_offsets, GroupExpiry, SweepReport};
+use crate::groups::expiry::{expire_group_offsets, GroupExpiry, Ownership, SweepReport};
 use crate::groups::registry::{spawn_ticks, GroupRegistry, Shared, Ticking};
 use crate::groups::store::{GroupStore, StoreError};
 use crate::groups::stored::{catch_up_for_expiry, persist};
@@ -35,6 +35,8 @@ pub struct ConsumerCoordinator {
     clock: Arc<dyn Clock>,
     groups: GroupRegistry<ConsumerGroup>,
     closed: AtomicBool,
+    /// Which groups the placement names this broker coordinator of; unset means all.
+    ownership: OnceLock<Ownership>,
 }
 
 impl ConsumerCoordinator {
@@ -63,6 +65,7 @@ impl ConsumerCoordinator {
             clock,
             groups,
             closed: AtomicBool::new(false),
+            ownership: OnceLock::new(),
         });
         spawn_ticks(&coordinator, config.tick_interval_ms);
         Ok(coordinator)
@@ -82,11 +85,26 @@ impl ConsumerCoordinator {
     }
 
     pub async fn tick_all(&self) {
-        for group in self.groups.snapshot() {
-            let mut group = group.lock().await;
+        for shared in self.groups.snapshot() {
+            let mut group = shared.lock().await;
+            // Another broker coordinates it now: drop it rather than expire its live members.
+            if !self
+                .ownership
+                .get()
+                .is_none_or(|owns| owns(group.group_id()))
+            {
+                let group_id = group.group_id().to_string();
+                drop(group);
+                self.groups.forget(&group_id, &shared);
+                continue;
+            }
             group.tick(self.clock.now_ms());
             self.persist(&mut group).await;
         }
+    }
+
+    pub fn set_ownership(&self, owns: Ownership) {
+        let _ = self.ownership.set(owns);
     }
 
     /// Serves a heartbeat; a joining heartbeat creates the group. The answer is sent only
