@@ -1,10 +1,13 @@
 //! The compactor against a real engine on a local folder and the embedded MetaStore.
 
+mod common;
+
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use common::{engine, env, Env, RECORDS_PER_BATCH, STREAMS};
 use compactor::{Compactor, CompactorConfig};
 use futures::stream::BoxStream;
 use futures::TryStreamExt;
@@ -13,46 +16,12 @@ use object_store::ObjectStore;
 use storage::compacted::batch::{decode_batch, encode_batch, split_batches};
 use storage::compacted::{BatchHeader, RecordRow};
 use storage::meta::{
-    Comparison, EmbeddedMetaStore, Expect, MetaError, MetaOptions, MetaResult, MetaStore,
-    Notification, PutOptions, PutResult, Record,
+    Comparison, Expect, MetaError, MetaResult, MetaStore, Notification, PutOptions, PutResult,
+    Record,
 };
-use storage::{BatchMeta, FileType, Storage, StorageConfig};
+use storage::{BatchMeta, FileType, Storage};
 
-const STREAMS: [&str; 2] = ["aa11-0", "bb22-3"];
 const APPENDS_PER_STREAM: usize = 30;
-const RECORDS_PER_BATCH: usize = 5;
-
-struct Env {
-    _dir: tempfile::TempDir,
-    objects: Arc<dyn ObjectStore>,
-    meta: Arc<dyn MetaStore>,
-}
-
-async fn env() -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("file://{}", dir.path().join("objects").display());
-    let objects = storage::objects::open(&url).unwrap();
-    let meta: Arc<dyn MetaStore> = Arc::new(
-        EmbeddedMetaStore::open_in_dir(dir.path().join("meta"), MetaOptions::default())
-            .await
-            .unwrap(),
-    );
-    Env {
-        _dir: dir,
-        objects,
-        meta,
-    }
-}
-
-fn engine(env: &Env) -> Arc<Storage> {
-    let config = StorageConfig {
-        write_buffer_size: 4 << 10,
-        write_buffer_flush_interval_ms: 2,
-        write_buffer_max_streams: 2,
-        ..StorageConfig::default()
-    };
-    Storage::open(config, env.objects.clone(), env.meta.clone())
-}
 
 /// One batch as a producer sends it: base offset 0, keyed records, headers, the given codec.
 fn batch(stream: &str, n: usize, codec: i16) -> Bytes {

@@ -1,4 +1,6 @@
 //! Helpers for compactor tests: a real engine on a local folder and the embedded MetaStore.
+// Each test crate that includes this module uses a different part of it.
+#![allow(dead_code)]
 
 use std::sync::Arc;
 
