@@ -23,6 +23,8 @@ use storage::meta::{
 
 /// How long a fresh server may take to accept connections.
 const SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// What `scripts/oxia-wrapper` logs once the server is fully set up.
+const READY_LINE: &str = "oxia standalone ready";
 /// Port races (another process grabbing the port we picked) are retried this often.
 const SERVER_START_ATTEMPTS: usize = 3;
 
@@ -51,7 +53,7 @@ struct OxiaServer {
     child: Child,
     address: SocketAddr,
     /// Data and log; removed after the server is gone.
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl OxiaServer {
@@ -88,12 +90,16 @@ impl OxiaServer {
         let mut server = OxiaServer {
             child,
             address,
-            _dir: dir,
+            dir,
         };
         let deadline = Instant::now() + SERVER_START_TIMEOUT;
-        // The server binds its port only after its shards are led, so accepting means ready.
+        // Accepting is not enough: upstream's standalone server opens its port before it sets
+        // the shard-assignment dispatcher, and a client asking for assignments in that window
+        // crashes it (nil pointer, seen in CI). The wrapper logs its ready line after that.
         while Instant::now() < deadline {
-            if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+            if server.log().contains(READY_LINE)
+                && TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok()
+            {
                 return Ok(server);
             }
             if let Ok(Some(_)) = server.child.try_wait() {
@@ -111,12 +117,41 @@ impl OxiaServer {
         }
     }
 
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("oxia.log")).unwrap_or_default()
+    }
+
     fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success(), "kill {signal} failed");
+        if signal == "-STOP" {
+            self.wait_stopped();
+        }
+    }
+
+    /// `kill` returns once the stop is queued; on a loaded VM a server thread can still answer a
+    /// request for a moment after (seen: a get served "after" SIGSTOP). Waits until every thread
+    /// shows state `T`.
+    fn wait_stopped(&self) {
+        let tasks = format!("/proc/{}/task", self.child.id());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let all_stopped = std::fs::read_dir(&tasks).unwrap().all(|task| {
+                let stat =
+                    std::fs::read_to_string(task.unwrap().path().join("stat")).unwrap_or_default();
+                // The state follows the parenthesised command name.
+                stat.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+            });
+            if all_stopped {
+                return;
+            }
+            assert!(Instant::now() < deadline, "server threads did not stop");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 
@@ -169,7 +204,11 @@ impl OxiaHarness {
                 Err(e) if e.is_retriable() && Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
-                Err(e) => panic!("cannot open oxia: {e}"),
+                Err(e) => panic!(
+                    "cannot open oxia at {}: {e}; server log:\n{}",
+                    self.server.address,
+                    self.server.log()
+                ),
             }
         }
     }

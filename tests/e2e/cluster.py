@@ -23,11 +23,15 @@ COMPACTOR_ENV = {"COMPACTOR_MIN_AGE_MS": "2000", "COMPACTOR_INTERVAL_MS": "1000"
                  "COMPACTOR_GRACE_PERIOD_MS": "2000"}
 
 
-def _wait_port(port: int, proc: subprocess.Popen, name: str, log: Path) -> None:
+def _wait_port(port: int, proc: subprocess.Popen, name: str, log: Path, ready_line: str = "") -> None:
+    """Waits until `proc` accepts on `port` and, if given, `ready_line` is in its log."""
     deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{name} exited with {proc.returncode}; see {log}")
+        if ready_line and ready_line not in log.read_text(errors="replace"):
+            time.sleep(0.05)
+            continue
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return
@@ -119,7 +123,9 @@ class Cluster:
                  "--data-dir", str(self.dir / "oxia/db"), "--wal-dir", str(self.dir / "oxia/wal"),
                  "--wal-sync-data=false"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        _wait_port(self.oxia_port, self.oxia, "oxia", log)
+        # Upstream's standalone server opens its port before it can serve shard assignments and
+        # crashes on a client that asks in that window; the wrapper logs this line once it can.
+        _wait_port(self.oxia_port, self.oxia, "oxia", log, ready_line="oxia standalone ready")
 
     def _start_moto(self) -> None:
         binary = os.environ.get("MOTO_SERVER_BIN", str(REPO / ".venv/bin/moto_server"))
