@@ -246,6 +246,44 @@ async fn second_member_gets_partitions_only_after_the_first_revokes_them() {
 }
 
 #[tokio::test]
+async fn regex_subscription_is_resolved_by_the_broker_and_follows_topics_created_later() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "rx-a", 2).await;
+    create_topic(&mut client, "rx-b", 1).await;
+    create_topic(&mut client, "other-rx-a", 1).await;
+    let join = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s("g")))
+        .with_member_id(s("a"))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(5000)
+        .with_subscribed_topic_names(Some(vec![]))
+        .with_subscribed_topic_regex(Some(s("rx-.*")))
+        .with_topic_partitions(Some(vec![]));
+    let joined = heartbeat(&mut client, 1, join).await;
+    assert_eq!(joined.error_code, 0, "{:?}", joined.error_message);
+    assert_eq!(partitions(&joined), vec![0, 0, 1], "rx-a 0-1 and rx-b 0");
+
+    create_topic(&mut client, "rx-c", 2).await;
+    let a = heartbeat(&mut client, 1, beat_request("g", "a", 1, None)).await;
+    assert_eq!((a.error_code, a.member_epoch), (0, 2));
+    assert_eq!(partitions(&a), vec![0, 0, 0, 1, 1], "rx-c 0-1 added");
+
+    let described = describe(&mut client, 1, "g").await;
+    let member = &described.members[0];
+    assert_eq!(member.subscribed_topic_regex.as_deref(), Some("rx-.*"));
+    assert!(member.subscribed_topic_names.is_empty());
+    let mut assigned: Vec<&str> = member
+        .assignment
+        .topic_partitions
+        .iter()
+        .map(|t| &*t.topic_name.0)
+        .collect();
+    assigned.sort();
+    assert_eq!(assigned, ["rx-a", "rx-b", "rx-c"]);
+}
+
+#[tokio::test]
 async fn fencing_assignors_commits_and_the_classic_protocol_are_checked() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
@@ -260,10 +298,13 @@ async fn fencing_assignors_commits_and_the_classic_protocol_are_checked() {
     let regex = heartbeat(
         &mut client,
         1,
-        join_request("g", "a", "t").with_subscribed_topic_regex(Some(s("t.*"))),
+        join_request("g", "a", "t").with_subscribed_topic_regex(Some(s("t("))),
     )
     .await;
-    assert_eq!(regex.error_code, ResponseError::InvalidRequest.code());
+    assert_eq!(
+        regex.error_code,
+        ResponseError::InvalidRegularExpression.code()
+    );
     assert!(regex.error_message.is_some());
 
     let joined = heartbeat(

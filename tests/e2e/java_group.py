@@ -57,11 +57,13 @@ class JavaMember:
     """One Java consumer in its own JVM; leave() sends SIGTERM, so it commits and leaves."""
 
     def __init__(self, name, bootstrap, group, topic, timeline, protocol="consumer", assignor=None,
-                 duration_ms=300_000):
+                 duration_ms=300_000, pattern=None):
+        """`pattern` (a broker-side regex, consumer protocol) replaces `topic` when given."""
         self.name = name
         self.timeline = timeline
         self.lines = []
-        cmd = JavaDriver.command + ["group", "--bootstrap", bootstrap, "--group", group, "--topic", topic,
+        subscription = ["--pattern", pattern] if pattern else ["--topic", topic]
+        cmd = JavaDriver.command + ["group", "--bootstrap", bootstrap, "--group", group, *subscription,
                                     "--protocol", protocol, "--duration-ms", str(duration_ms)]
         if assignor:
             cmd += ["--assignor", assignor]

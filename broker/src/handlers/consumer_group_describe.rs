@@ -61,8 +61,13 @@ fn describe(
                 .with_client_id(str_bytes(&m.member.client_id))
                 .with_client_host(str_bytes(&m.member.client_host))
                 .with_subscribed_topic_names(
-                    m.member.subscribed.iter().map(|t| topic_name(t)).collect(),
+                    m.member
+                        .subscribed_names
+                        .iter()
+                        .map(|t| topic_name(t))
+                        .collect(),
                 )
+                .with_subscribed_topic_regex(m.member.subscribed_regex.as_deref().map(str_bytes))
                 .with_assignment(assignment(
                     broker,
                     &group.topics,

@@ -1,15 +1,20 @@
 //! ConsumerGroupHeartbeat (KIP-848): joins, keeps alive, reconciles and leaves a member of a
 //! consumer-protocol group. The assignment is computed here, on the coordinator.
 
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
+
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
 use kafka_protocol::ResponseError;
 
 use super::str_bytes;
+use crate::catalog::Catalog;
 use crate::context::Broker;
 use crate::groups::consumer::assignor::Assignor;
 use crate::groups::consumer::group::{Heartbeat, Refusal, JOIN_EPOCH};
-use crate::groups::consumer::{self, TopicMeta};
+use crate::groups::consumer::topic_regex::{RegexCache, TopicNames};
+use crate::groups::consumer::{self, TopicMeta, TopicRegexError, TopicSource};
 
 pub async fn handle(
     broker: &Broker,
@@ -46,21 +51,14 @@ pub async fn handle(
         client_id: client_id.unwrap_or_default().to_string(),
         ..heartbeat
     };
-    let catalog = broker.catalog.clone();
-    let topics = move |name: &str| {
-        catalog.get(name).map(|t| TopicMeta {
-            id: t.record.id,
-            name: t.name.clone(),
-            partitions: t.record.partitions,
-        })
+    let coordinator = broker.groups.consumer();
+    let topics = CatalogTopics {
+        catalog: &broker.catalog,
+        regexes: coordinator.regexes(),
+        names: OnceLock::new(),
     };
-    let interval_ms = broker.groups.consumer().config().heartbeat_interval_ms;
-    match broker
-        .groups
-        .consumer()
-        .heartbeat(&group_id, heartbeat, &topics)
-        .await
-    {
+    let interval_ms = coordinator.config().heartbeat_interval_ms;
+    match coordinator.heartbeat(&group_id, heartbeat, &topics).await {
         Ok(answer) => ConsumerGroupHeartbeatResponse::default()
             .with_member_id(Some(str_bytes(&answer.member_id)))
             .with_member_epoch(answer.member_epoch)
@@ -80,6 +78,31 @@ pub async fn handle(
     }
 }
 
+/// The catalog as one heartbeat sees it. Topic names are listed only if a member of the group
+/// subscribes by regex, and then once; a regex runs over them only when the names changed.
+struct CatalogTopics<'a> {
+    catalog: &'a Catalog,
+    regexes: &'a RegexCache,
+    names: OnceLock<TopicNames>,
+}
+
+impl TopicSource for CatalogTopics<'_> {
+    fn topic(&self, name: &str) -> Option<TopicMeta> {
+        self.catalog.get(name).map(|t| TopicMeta {
+            id: t.record.id,
+            name: t.name.clone(),
+            partitions: t.record.partitions,
+        })
+    }
+
+    fn matching(&self, pattern: &str) -> Result<Arc<BTreeSet<String>>, TopicRegexError> {
+        let names = self.names.get_or_init(|| {
+            TopicNames::new(self.catalog.list().iter().map(|t| t.name.clone()).collect())
+        });
+        self.regexes.matching(pattern, names)
+    }
+}
+
 /// Checks the request's shape and turns it into the state machine's input.
 fn decode(broker: &Broker, request: ConsumerGroupHeartbeatRequest) -> Result<Heartbeat, Refusal> {
     let invalid = |message: &str| Refusal {
@@ -91,15 +114,6 @@ fn decode(broker: &Broker, request: ConsumerGroupHeartbeatRequest) -> Result<Hea
             error: ResponseError::InvalidGroupId,
             message: "group id is empty".into(),
         });
-    }
-    if request
-        .subscribed_topic_regex
-        .as_ref()
-        .is_some_and(|r| !r.is_empty())
-    {
-        return Err(invalid(
-            "subscriptions by regular expression are not supported; subscribe by topic names",
-        ));
     }
     if let Some(name) = &request.server_assignor {
         if Assignor::parse(name).is_none() {
@@ -117,9 +131,9 @@ fn decode(broker: &Broker, request: ConsumerGroupHeartbeatRequest) -> Result<Hea
     }
     let mut member_id = request.member_id.to_string();
     if request.member_epoch == JOIN_EPOCH {
-        if request.subscribed_topic_names.is_none() {
+        if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
             return Err(invalid(
-                "a joining member must send its subscribed topic names",
+                "a joining member must send its subscribed topic names or regex",
             ));
         }
         if member_id.is_empty() {
@@ -152,6 +166,7 @@ fn decode(broker: &Broker, request: ConsumerGroupHeartbeatRequest) -> Result<Hea
         subscribed_topic_names: request
             .subscribed_topic_names
             .map(|names| names.into_iter().map(|n| n.0.to_string()).collect()),
+        subscribed_topic_regex: request.subscribed_topic_regex.map(|r| r.to_string()),
         server_assignor: request.server_assignor.map(|s| s.to_string()),
         owned,
     })

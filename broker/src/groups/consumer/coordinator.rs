@@ -11,7 +11,8 @@ use super::group::{
     ConsumerGroup, ConsumerGroupState, GroupDescription, Heartbeat, HeartbeatAnswer, Refusal,
 };
 use super::store::ConsumerGroupStore;
-use super::{ConsumerGroupConfig, TopicMeta};
+use super::topic_regex::RegexCache;
+use super::{ConsumerGroupConfig, TopicSource};
 use crate::groups::clock::Clock;
 use crate::groups::expiry::{expire_group_offsets, GroupExpiry, Ownership, SweepReport};
 use crate::groups::registry::{spawn_ticks, GroupRegistry, Shared, Ticking};
@@ -34,6 +35,8 @@ pub struct ConsumerCoordinator {
     offsets: GroupStore,
     clock: Arc<dyn Clock>,
     groups: GroupRegistry<ConsumerGroup>,
+    /// Subscription regexes of all groups, compiled, with what they matched.
+    regexes: RegexCache,
     closed: AtomicBool,
     /// Which groups the placement names this broker coordinator of; unset means all.
     ownership: OnceLock<Ownership>,
@@ -64,6 +67,7 @@ impl ConsumerCoordinator {
             offsets,
             clock,
             groups,
+            regexes: RegexCache::default(),
             closed: AtomicBool::new(false),
             ownership: OnceLock::new(),
         });
@@ -73,6 +77,10 @@ impl ConsumerCoordinator {
 
     pub fn config(&self) -> &ConsumerGroupConfig {
         &self.config
+    }
+
+    pub fn regexes(&self) -> &RegexCache {
+        &self.regexes
     }
 
     /// Whether this coordinator holds `group_id` in memory (without asking the store).
@@ -113,7 +121,7 @@ impl ConsumerCoordinator {
         &self,
         group_id: &str,
         request: Heartbeat,
-        topics: &(dyn Fn(&str) -> Option<TopicMeta> + Sync),
+        topics: &dyn TopicSource,
     ) -> Result<HeartbeatAnswer, Refusal> {
         let unavailable = |message: &str| Refusal {
             error: ResponseError::CoordinatorNotAvailable,

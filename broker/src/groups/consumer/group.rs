@@ -1,9 +1,14 @@
 //! One consumer group (KIP-848): members, the group epoch (bumped whenever membership,
 //! subscriptions or subscribed topics change), the target assignment computed at that epoch,
-//! and each member's reconciliation towards it. Pure: time comes in as `now_ms`, topic
-//! metadata through a lookup, and the caller persists when [`ConsumerGroup::take_dirty`] says so.
+//! and each member's reconciliation towards it. Pure: time comes in as `now_ms`, topics
+//! through a [`TopicSource`], and the caller persists when [`ConsumerGroup::take_dirty`] says so.
+//!
+//! A member subscribes by names, by a regular expression, or both: what the assignors see is
+//! the union of its names and the existing topics its regex matches, resolved again at every
+//! heartbeat so that topics created or deleted since are picked up or dropped.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
@@ -11,7 +16,7 @@ use uuid::Uuid;
 use super::assignor::{Assignor, MemberSpec};
 use super::reconcile::{MemberState, Reconciliation};
 use super::store::{ConsumerGroupRecord, MemberRecord};
-use super::{Assignment, ConsumerGroupConfig, TopicMeta, TopicsMeta};
+use super::{Assignment, ConsumerGroupConfig, TopicSource, TopicsMeta};
 
 /// Member epoch of a heartbeat that joins the group.
 pub const JOIN_EPOCH: i32 = 0;
@@ -32,6 +37,8 @@ pub struct Heartbeat {
     pub rebalance_timeout_ms: i32,
     /// `None`: unchanged since the last heartbeat.
     pub subscribed_topic_names: Option<Vec<String>>,
+    /// `None`: unchanged since the last heartbeat; empty: no regex any more.
+    pub subscribed_topic_regex: Option<String>,
     pub server_assignor: Option<String>,
     /// What the member owns now; `None`: unchanged since the last heartbeat.
     pub owned: Option<Assignment>,
@@ -86,6 +93,14 @@ pub struct Member {
     pub client_id: String,
     pub client_host: String,
     pub rebalance_timeout_ms: i32,
+    /// The topic names the member sent.
+    pub subscribed_names: BTreeSet<String>,
+    /// The regular expression the member sent (never empty).
+    pub subscribed_regex: Option<String>,
+    /// The existing topics `subscribed_regex` matched when last resolved.
+    pub regex_topics: BTreeSet<String>,
+    /// `subscribed_names ∪ regex_topics`: what the member is assigned from (see
+    /// [`Member::resubscribe`], the one place that computes it).
     pub subscribed: BTreeSet<String>,
     pub server_assignor: Option<String>,
     pub reconciliation: Reconciliation,
@@ -93,6 +108,22 @@ pub struct Member {
     pub session_deadline_ms: u64,
     /// Set while the member has partitions to revoke: past it, the member is fenced.
     pub revocation_deadline_ms: Option<u64>,
+}
+
+impl Member {
+    /// Recomputes the subscription from the names and the regex matches; whether it changed.
+    fn resubscribe(&mut self) -> bool {
+        let subscribed: BTreeSet<String> = self
+            .subscribed_names
+            .union(&self.regex_topics)
+            .cloned()
+            .collect();
+        if subscribed == self.subscribed {
+            return false;
+        }
+        self.subscribed = subscribed;
+        true
+    }
 }
 
 /// A member as ConsumerGroupDescribe shows it.
@@ -185,13 +216,26 @@ impl ConsumerGroup {
         std::mem::take(&mut self.dirty)
     }
 
-    /// Serves one heartbeat. `topics` resolves a subscribed topic name to its metadata.
+    /// Serves one heartbeat. `topics` tells which topics exist, with their metadata.
     pub fn heartbeat(
         &mut self,
         request: Heartbeat,
-        topics: &dyn Fn(&str) -> Option<TopicMeta>,
+        topics: &dyn TopicSource,
         now_ms: u64,
     ) -> Result<HeartbeatAnswer, Refusal> {
+        // Checked before anything changes, so that a refused heartbeat leaves no trace.
+        if let Some(pattern) = request.subscribed_topic_regex.as_deref() {
+            if !pattern.is_empty() {
+                if let Err(error) = topics.matching(pattern) {
+                    return Err(refuse(
+                        ResponseError::InvalidRegularExpression,
+                        format!(
+                            "SubscribedTopicRegex `{pattern}` is not a valid regular expression: {error}"
+                        ),
+                    ));
+                }
+            }
+        }
         // Whether the group needs a new epoch (and target assignment) after this heartbeat.
         let mut changed = match request.member_epoch {
             LEAVE_EPOCH => return self.leave(&request.member_id),
@@ -215,11 +259,21 @@ impl ConsumerGroup {
                 "member is not in the group",
             ));
         };
+        // Stored even when the subscription as a whole stays the same (a regex replacing the
+        // names it matches): later topics are matched against the member's latest choice.
+        let mut declared_changed = false;
         if let Some(names) = &request.subscribed_topic_names {
-            let subscribed: BTreeSet<String> = names.iter().cloned().collect();
-            if subscribed != member.subscribed {
-                member.subscribed = subscribed;
-                changed = true;
+            let names: BTreeSet<String> = names.iter().cloned().collect();
+            if names != member.subscribed_names {
+                member.subscribed_names = names;
+                declared_changed = true;
+            }
+        }
+        if let Some(pattern) = &request.subscribed_topic_regex {
+            let pattern = (!pattern.is_empty()).then(|| pattern.clone());
+            if pattern != member.subscribed_regex {
+                member.subscribed_regex = pattern;
+                declared_changed = true;
             }
         }
         if request.server_assignor.is_some() && request.server_assignor != member.server_assignor {
@@ -234,10 +288,18 @@ impl ConsumerGroup {
         member.rack_id = request.rack_id.clone().or(member.rack_id.take());
         member.session_deadline_ms = now_ms + timeout_ms(self.config.session_timeout_ms);
 
+        // Regexes first, so that the member's subscription is compared once, complete.
+        changed |= self.resolve_regexes(topics);
+        if declared_changed {
+            self.dirty = true;
+            if let Some(member) = self.members.get_mut(&member_id) {
+                changed |= member.resubscribe();
+            }
+        }
         let metadata: TopicsMeta = self
             .subscribed_topics()
             .into_iter()
-            .filter_map(|name| topics(&name).map(|meta| (name, meta)))
+            .filter_map(|name| topics.topic(&name).map(|meta| (name, meta)))
             .collect();
         if metadata != self.topics {
             self.topics = metadata;
@@ -256,6 +318,52 @@ impl ConsumerGroup {
             member_epoch: member.reconciliation.member_epoch,
             assignment: Some(member.reconciliation.assigned.clone()),
         })
+    }
+
+    /// Matches every member's regex against the topics that exist now (each distinct pattern
+    /// once); whether any member's subscription changed.
+    fn resolve_regexes(&mut self, topics: &dyn TopicSource) -> bool {
+        let mut resolved: BTreeMap<String, Arc<BTreeSet<String>>> = BTreeMap::new();
+        let mut changed = false;
+        for member in self.members.values_mut() {
+            let Some(pattern) = &member.subscribed_regex else {
+                if !member.regex_topics.is_empty() {
+                    member.regex_topics.clear();
+                    changed |= member.resubscribe();
+                }
+                continue;
+            };
+            let matched = match resolved.get(pattern) {
+                Some(matched) => matched.clone(),
+                None => {
+                    let matched = topics.matching(pattern).unwrap_or_else(|error| {
+                        // Patterns are checked when sent: only one stored by an older
+                        // version of the syntax can fail here.
+                        tracing::warn!(
+                            group = %self.group_id,
+                            member = %member.member_id,
+                            %pattern,
+                            %error,
+                            "stored subscription regex is invalid, it matches nothing"
+                        );
+                        Arc::default()
+                    });
+                    resolved.insert(pattern.clone(), matched.clone());
+                    matched
+                }
+            };
+            if *matched != member.regex_topics {
+                tracing::debug!(
+                    group = %self.group_id,
+                    member = %member.member_id,
+                    topics = matched.len(),
+                    "consumer group member regex matches other topics now"
+                );
+                member.regex_topics = (*matched).clone();
+                changed |= member.resubscribe();
+            }
+        }
+        changed
     }
 
     /// Admits a joining member; `Ok(true)` when it is new to the group.
@@ -311,12 +419,13 @@ impl ConsumerGroup {
                 format!("the group has {} members", self.members.len()),
             ));
         }
-        let Some(subscribed) = &request.subscribed_topic_names else {
+        if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
             return Err(refuse(
                 ResponseError::InvalidRequest,
-                "a joining member must name its subscribed topics",
+                "a joining member must send its subscribed topic names or regex",
             ));
-        };
+        }
+        // Names and regex are taken, and the regex resolved, by the rest of the heartbeat.
         self.members.insert(
             request.member_id.clone(),
             Member {
@@ -326,7 +435,10 @@ impl ConsumerGroup {
                 client_id: request.client_id.clone(),
                 client_host: request.client_host.clone(),
                 rebalance_timeout_ms: request.rebalance_timeout_ms,
-                subscribed: subscribed.iter().cloned().collect(),
+                subscribed_names: BTreeSet::new(),
+                subscribed_regex: None,
+                regex_topics: BTreeSet::new(),
+                subscribed: BTreeSet::new(),
                 server_assignor: request.server_assignor.clone(),
                 reconciliation: Reconciliation::joining(),
                 left_static: false,
@@ -590,7 +702,9 @@ impl ConsumerGroup {
                     client_id: m.client_id.clone(),
                     client_host: m.client_host.clone(),
                     rebalance_timeout_ms: m.rebalance_timeout_ms,
-                    subscribed: m.subscribed.clone(),
+                    subscribed: m.subscribed_names.clone(),
+                    subscribed_regex: m.subscribed_regex.clone(),
+                    regex_topics: m.regex_topics.clone(),
                     server_assignor: m.server_assignor.clone(),
                     reconciliation: m.reconciliation.clone(),
                     left_static: m.left_static,
@@ -612,7 +726,7 @@ impl ConsumerGroup {
             .into_iter()
             .map(|m| {
                 let revoking = m.reconciliation.state == MemberState::UnrevokedPartitions;
-                let member = Member {
+                let mut member = Member {
                     revocation_deadline_ms: revoking
                         .then(|| now_ms + timeout_ms(m.rebalance_timeout_ms)),
                     member_id: m.member_id,
@@ -621,12 +735,16 @@ impl ConsumerGroup {
                     client_id: m.client_id,
                     client_host: m.client_host,
                     rebalance_timeout_ms: m.rebalance_timeout_ms,
-                    subscribed: m.subscribed,
+                    subscribed_names: m.subscribed,
+                    subscribed_regex: m.subscribed_regex.filter(|p| !p.is_empty()),
+                    regex_topics: m.regex_topics,
+                    subscribed: BTreeSet::new(),
                     server_assignor: m.server_assignor,
                     reconciliation: m.reconciliation,
                     left_static: m.left_static,
                     session_deadline_ms: now_ms + timeout_ms(config.session_timeout_ms),
                 };
+                member.resubscribe();
                 (member.member_id.clone(), member)
             })
             .collect();

@@ -1,13 +1,15 @@
 //! The consumer group state machine: joins, incremental hand-over, fencing, leaving, expiry,
-//! static members, commit checks and the durable record.
+//! static members, commit checks, subscriptions by regex and the durable record.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
 use super::group::{ConsumerGroup, ConsumerGroupState, Heartbeat, HeartbeatAnswer};
-use super::{Assignment, ConsumerGroupConfig, TopicMeta};
+use super::topic_regex::compile;
+use super::{Assignment, ConsumerGroupConfig, TopicMeta, TopicRegexError, TopicSource};
 
 const TOPIC: u128 = 5;
 
@@ -295,4 +297,314 @@ fn group_record_round_trip_keeps_epochs_and_assignments() {
     // Sessions restart from the load.
     loaded.tick(5_400);
     assert_eq!(loaded.describe().members.len(), 2);
+}
+
+/// A catalog of named topics, each with an id derived from its place in the list.
+struct Catalog(BTreeMap<String, TopicMeta>);
+
+impl Catalog {
+    fn of(topics: &[(&str, u128, i32)]) -> Catalog {
+        Catalog(
+            topics
+                .iter()
+                .map(|&(name, id, partitions)| {
+                    let meta = TopicMeta {
+                        id: Uuid::from_u128(id),
+                        name: name.into(),
+                        partitions,
+                    };
+                    (name.to_string(), meta)
+                })
+                .collect(),
+        )
+    }
+}
+
+impl TopicSource for Catalog {
+    fn topic(&self, name: &str) -> Option<TopicMeta> {
+        self.0.get(name).cloned()
+    }
+
+    fn matching(&self, pattern: &str) -> Result<Arc<BTreeSet<String>>, TopicRegexError> {
+        let regex = compile(pattern)?;
+        Ok(Arc::new(
+            self.0
+                .keys()
+                .filter(|n| regex.is_match(n))
+                .cloned()
+                .collect(),
+        ))
+    }
+}
+
+fn join_regex(member: &str, names: Option<&[&str]>, regex: &str) -> Heartbeat {
+    Heartbeat {
+        subscribed_topic_names: names.map(|ns| ns.iter().map(|n| n.to_string()).collect()),
+        subscribed_topic_regex: Some(regex.into()),
+        ..join(member)
+    }
+}
+
+/// Topic id -> partitions the answer gives the member.
+fn by_topic(answer: &HeartbeatAnswer) -> BTreeMap<u128, Vec<i32>> {
+    answer
+        .assignment
+        .iter()
+        .flatten()
+        .map(|(id, ps)| (id.as_u128(), ps.iter().copied().collect()))
+        .collect()
+}
+
+#[test]
+fn regex_member_is_assigned_the_existing_topics_its_pattern_matches_whole() {
+    let catalog = Catalog::of(&[("r-a", 1, 2), ("r-b", 2, 1), ("x-r-a", 3, 1), ("r", 4, 1)]);
+    let mut g = group();
+    let a = g
+        .heartbeat(join_regex("a", None, "r-.*"), &catalog, 0)
+        .unwrap();
+    assert_eq!(a.member_epoch, 1);
+    assert_eq!(
+        by_topic(&a),
+        BTreeMap::from([(1, vec![0, 1]), (2, vec![0])])
+    );
+    let described = g.describe();
+    let member = &described.members[0].member;
+    assert_eq!(member.subscribed_regex.as_deref(), Some("r-.*"));
+    assert!(member.subscribed_names.is_empty());
+    assert!(g.is_subscribed_to("r-b") && !g.is_subscribed_to("x-r-a"));
+}
+
+#[test]
+fn topic_created_later_that_matches_is_assigned_at_the_next_heartbeat_and_dropped_when_deleted() {
+    let mut g = group();
+    let before = Catalog::of(&[("r-a", 1, 2)]);
+    let a = g
+        .heartbeat(join_regex("a", Some(&[]), "r-.*"), &before, 0)
+        .unwrap();
+    assert_eq!(by_topic(&a), BTreeMap::from([(1, vec![0, 1])]));
+    let a = g.heartbeat(beat("a", 1, Some(&[])), &before, 10).unwrap();
+    assert_eq!(a.member_epoch, 1, "nothing changed, no new epoch");
+
+    let created = Catalog::of(&[("r-a", 1, 2), ("r-new", 2, 3), ("other", 3, 1)]);
+    let a = g.heartbeat(beat("a", 1, None), &created, 20).unwrap();
+    assert_eq!(a.member_epoch, 2);
+    assert_eq!(
+        by_topic(&a),
+        BTreeMap::from([(1, vec![0, 1]), (2, vec![0, 1, 2])])
+    );
+
+    // Once deleted, the topic drops out: the member gives its partitions up, then moves on.
+    let deleted = Catalog::of(&[("r-new", 2, 3), ("other", 3, 1)]);
+    let a = g.heartbeat(beat("a", 2, None), &deleted, 30).unwrap();
+    assert_eq!(by_topic(&a), BTreeMap::from([(2, vec![0, 1, 2])]));
+    let kept: Assignment = [(Uuid::from_u128(2), BTreeSet::from([0, 1, 2]))].into();
+    let a = g
+        .heartbeat(
+            Heartbeat {
+                owned: Some(kept),
+                ..beat("a", 2, None)
+            },
+            &deleted,
+            40,
+        )
+        .unwrap();
+    assert_eq!(a.member_epoch, 3);
+    assert_eq!(by_topic(&a), BTreeMap::from([(2, vec![0, 1, 2])]));
+    assert!(!g.is_subscribed_to("r-a"));
+}
+
+#[test]
+fn topic_names_and_regex_are_united() {
+    let catalog = Catalog::of(&[("t", 1, 1), ("r-a", 2, 1), ("r-b", 3, 1), ("u", 4, 1)]);
+    let mut g = group();
+    let a = g
+        .heartbeat(join_regex("a", Some(&["t", "r-a"]), "r-.*"), &catalog, 0)
+        .unwrap();
+    assert_eq!(
+        by_topic(&a),
+        BTreeMap::from([(1, vec![0]), (2, vec![0]), (3, vec![0])])
+    );
+    // A second member by names only shares what both subscribe to.
+    g.heartbeat(
+        Heartbeat {
+            subscribed_topic_names: Some(vec!["u".into()]),
+            ..join("b")
+        },
+        &catalog,
+        0,
+    )
+    .unwrap();
+    let topics: Vec<String> = g.describe().topics.into_keys().collect();
+    assert_eq!(topics, ["r-a", "r-b", "t", "u"]);
+}
+
+#[test]
+fn invalid_regex_is_refused_with_invalid_regular_expression_and_changes_nothing() {
+    let catalog = Catalog::of(&[("r-a", 1, 1)]);
+    let mut g = group();
+    let err = g
+        .heartbeat(join_regex("a", None, "r-(a"), &catalog, 0)
+        .unwrap_err();
+    assert_eq!(err.error, ResponseError::InvalidRegularExpression);
+    assert!(err.message.contains("r-(a"), "{}", err.message);
+    assert!(g.is_empty());
+    assert!(!g.take_dirty());
+
+    g.heartbeat(join_regex("a", None, "r-.*"), &catalog, 0)
+        .unwrap();
+    let epoch = g.group_epoch();
+    let err = g
+        .heartbeat(
+            Heartbeat {
+                subscribed_topic_regex: Some("*".into()),
+                ..beat("a", 1, None)
+            },
+            &catalog,
+            10,
+        )
+        .unwrap_err();
+    assert_eq!(err.error, ResponseError::InvalidRegularExpression);
+    assert_eq!(g.group_epoch(), epoch);
+    assert_eq!(
+        g.describe().members[0].member.subscribed_regex.as_deref(),
+        Some("r-.*")
+    );
+}
+
+#[test]
+fn joining_member_without_names_or_regex_is_refused() {
+    let mut g = group();
+    let err = g
+        .heartbeat(
+            Heartbeat {
+                subscribed_topic_names: None,
+                ..join("a")
+            },
+            &topics(1),
+            0,
+        )
+        .unwrap_err();
+    assert_eq!(err.error, ResponseError::InvalidRequest);
+}
+
+#[test]
+fn empty_regex_clears_the_regex_subscription_and_absent_regex_keeps_it() {
+    let catalog = Catalog::of(&[("t", 1, 1), ("r-a", 2, 2)]);
+    let mut g = group();
+    let a = g
+        .heartbeat(join_regex("a", Some(&["t"]), "r-.*"), &catalog, 0)
+        .unwrap();
+    assert_eq!(
+        by_topic(&a),
+        BTreeMap::from([(1, vec![0]), (2, vec![0, 1])])
+    );
+    let a = g.heartbeat(beat("a", 1, None), &catalog, 10).unwrap();
+    assert_eq!(a.member_epoch, 1, "no regex in the heartbeat keeps it");
+
+    let cleared = g
+        .heartbeat(
+            Heartbeat {
+                subscribed_topic_regex: Some(String::new()),
+                ..beat("a", 1, None)
+            },
+            &catalog,
+            20,
+        )
+        .unwrap();
+    // The member must first give up the regex's partitions, then moves to the new epoch.
+    assert_eq!(by_topic(&cleared), BTreeMap::from([(1, vec![0])]));
+    let owned_now: Assignment = [(Uuid::from_u128(1), BTreeSet::from([0]))].into();
+    let a = g
+        .heartbeat(
+            Heartbeat {
+                owned: Some(owned_now),
+                ..beat("a", 1, None)
+            },
+            &catalog,
+            30,
+        )
+        .unwrap();
+    assert_eq!(a.member_epoch, 2);
+    assert_eq!(by_topic(&a), BTreeMap::from([(1, vec![0])]));
+    let member = &g.describe().members[0].member;
+    assert_eq!(member.subscribed_regex, None);
+    assert!(member.regex_topics.is_empty());
+    assert!(!g.is_subscribed_to("r-a"));
+}
+
+#[test]
+fn members_with_the_same_regex_share_its_topics() {
+    let catalog = Catalog::of(&[("r-a", 1, 2), ("r-b", 2, 2)]);
+    let mut g = group();
+    g.heartbeat(join_regex("a", None, "r-.*"), &catalog, 0)
+        .unwrap();
+    g.heartbeat(join_regex("b", None, "r-.*"), &catalog, 0)
+        .unwrap();
+    let described = g.describe();
+    let targets: Vec<usize> = described
+        .members
+        .iter()
+        .map(|m| m.target.values().map(BTreeSet::len).sum())
+        .collect();
+    assert_eq!(targets, [2, 2]);
+}
+
+#[test]
+fn group_record_round_trip_keeps_regex_subscriptions() {
+    let catalog = Catalog::of(&[("r-a", 1, 2), ("t", 2, 1)]);
+    let mut g = group();
+    g.heartbeat(join_regex("a", Some(&["t"]), "r-.*"), &catalog, 0)
+        .unwrap();
+    let record = g.to_record();
+    assert_eq!(
+        record.members[0].subscribed,
+        BTreeSet::from(["t".to_string()])
+    );
+    // Loaded at 500: a's new session outlives b's, which runs out at the tick below.
+    let mut loaded = ConsumerGroup::from_record("g", config(), record.clone(), 1, 500);
+    assert_eq!(loaded.to_record(), record);
+    assert!(
+        loaded.is_subscribed_to("r-a"),
+        "regex matches count before any heartbeat"
+    );
+    // A tick that reassigns (b's session ran out) still gives a the regex's topics.
+    loaded
+        .heartbeat(
+            Heartbeat {
+                subscribed_topic_names: Some(vec!["t".into()]),
+                ..join("b")
+            },
+            &catalog,
+            0,
+        )
+        .unwrap();
+    loaded.tick(1_000);
+    let described = loaded.describe();
+    let target = &described.members[0].target;
+    assert_eq!(target.get(&Uuid::from_u128(1)).map(BTreeSet::len), Some(2));
+}
+
+#[test]
+fn regex_replacing_the_names_it_matches_is_stored_without_a_new_epoch() {
+    let catalog = Catalog::of(&[("t", 1, 1)]);
+    let mut g = group();
+    g.heartbeat(join("a"), &catalog, 0).unwrap();
+    assert!(g.take_dirty());
+    let a = g
+        .heartbeat(
+            Heartbeat {
+                subscribed_topic_names: Some(vec![]),
+                subscribed_topic_regex: Some("t.*".into()),
+                ..beat("a", 1, None)
+            },
+            &catalog,
+            10,
+        )
+        .unwrap();
+    assert_eq!(a.member_epoch, 1, "the same topics: no rebalance");
+    assert!(g.take_dirty(), "the new regex must be stored");
+    assert_eq!(
+        g.to_record().members[0].subscribed_regex.as_deref(),
+        Some("t.*")
+    );
 }

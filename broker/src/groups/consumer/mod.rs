@@ -6,6 +6,7 @@
 //!   ever owning a partition at once (pure);
 //! - [`group`]: one group's state machine, driven by an explicit `now_ms`;
 //! - [`store`]: the durable group record;
+//! - [`topic_regex`]: subscriptions by regular expression and the cache of what they match;
 //! - [`coordinator`]: the consumer groups of this broker, locking, timers, persistence.
 
 pub mod assignor;
@@ -13,13 +14,16 @@ pub mod coordinator;
 pub mod group;
 pub mod reconcile;
 pub mod store;
+pub mod topic_regex;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub use coordinator::ConsumerCoordinator;
+pub use topic_regex::TopicRegexError;
 
 /// Partitions by topic id, as the protocol carries them.
 pub type Assignment = BTreeMap<Uuid, BTreeSet<i32>>;
@@ -34,6 +38,28 @@ pub struct TopicMeta {
 
 /// Subscribed topics that exist, by name.
 pub type TopicsMeta = BTreeMap<String, TopicMeta>;
+
+/// The existing topics, as a group sees them during one heartbeat.
+pub trait TopicSource: Sync {
+    /// The topic named `name`, if it exists.
+    fn topic(&self, name: &str) -> Option<TopicMeta>;
+    /// The names of the existing topics that `pattern` matches whole.
+    fn matching(&self, pattern: &str) -> Result<Arc<BTreeSet<String>>, TopicRegexError>;
+}
+
+/// For tests that look topics up by name only: they know no topic list, so a valid regex
+/// matches nothing.
+#[cfg(test)]
+impl<F: Fn(&str) -> Option<TopicMeta> + Sync> TopicSource for F {
+    fn topic(&self, name: &str) -> Option<TopicMeta> {
+        self(name)
+    }
+
+    fn matching(&self, pattern: &str) -> Result<Arc<BTreeSet<String>>, TopicRegexError> {
+        topic_regex::compile(pattern)?;
+        Ok(Arc::default())
+    }
+}
 
 /// Limits and timeouts (Kafka's `group.consumer.*` broker settings).
 #[derive(Debug, Clone, Copy)]

@@ -36,7 +36,15 @@ pub struct MemberRecord {
     pub client_id: String,
     pub client_host: String,
     pub rebalance_timeout_ms: i32,
+    /// The topic names the member sent (its regex matches are in `regex_topics`).
     pub subscribed: BTreeSet<String>,
+    /// Absent from records written before regex subscriptions.
+    #[serde(default)]
+    pub subscribed_regex: Option<String>,
+    /// The topics the regex matched when last resolved, so that a restarted coordinator
+    /// assigns from them before the next heartbeat resolves the regex again.
+    #[serde(default)]
+    pub regex_topics: BTreeSet<String>,
     pub server_assignor: Option<String>,
     pub reconciliation: Reconciliation,
     /// A static member that left with epoch -2 and may come back under its instance id.
@@ -153,6 +161,8 @@ mod tests {
                 client_host: "h".into(),
                 rebalance_timeout_ms: 300_000,
                 subscribed: BTreeSet::from(["t".to_string()]),
+                subscribed_regex: Some("t.*".into()),
+                regex_topics: BTreeSet::from(["t1".to_string()]),
                 server_assignor: Some("range".into()),
                 reconciliation,
                 left_static: false,
@@ -161,6 +171,21 @@ mod tests {
         let bytes = serde_json::to_vec(&record).unwrap();
         let decoded: ConsumerGroupRecord = decode("k", &bytes).unwrap();
         assert_eq!(decoded, record);
+    }
+
+    #[test]
+    fn member_record_written_before_regex_subscriptions_still_loads() {
+        let old = br#"{"member_id":"m","instance_id":null,"rack_id":null,"client_id":"c",
+            "client_host":"h","rebalance_timeout_ms":1000,"subscribed":["t"],
+            "server_assignor":null,"reconciliation":RECONCILIATION,"left_static":false}"#;
+        let reconciliation = serde_json::to_string(&Reconciliation::joining()).unwrap();
+        let old = String::from_utf8(old.to_vec())
+            .unwrap()
+            .replace("RECONCILIATION", &reconciliation);
+        let member: MemberRecord = serde_json::from_str(&old).unwrap();
+        assert_eq!(member.subscribed, BTreeSet::from(["t".to_string()]));
+        assert_eq!(member.subscribed_regex, None);
+        assert!(member.regex_topics.is_empty());
     }
 
     #[test]

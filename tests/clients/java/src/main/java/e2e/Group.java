@@ -18,6 +18,7 @@ import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -25,7 +26,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 /**
  * A consumer group member ("group" mode) and a group describer ("describe-group" mode).
  *
- * <p>group: subscribes to --topic (comma-separated) in --group with --protocol classic|consumer
+ * <p>group: subscribes to --topic (comma-separated), or with --pattern to the topics a regular
+ * expression matches (consumer protocol only: an RE2J pattern the broker resolves), in --group
+ * with --protocol classic|consumer
  * and --assignor (consumer: the server assignor, uniform|range; classic: range|roundrobin|sticky|
  * cooperative-sticky), commits what it processed after every poll and before giving partitions
  * up, and prints JSON lines: {"event":"assigned"|"revoked"|"lost","partitions":[[t,p]...],"ts":ms},
@@ -58,7 +61,8 @@ final class Group {
         if (args.containsKey("instance-id")) {
             p.put("group.instance.id", args.get("instance-id"));
         }
-        List<String> topics = Arrays.asList(Main.need(args, "topic").split(","));
+        String pattern = args.get("pattern");
+        List<String> topics = pattern == null ? Arrays.asList(Main.need(args, "topic").split(",")) : List.of();
         long maxRecords = Long.parseLong(args.getOrDefault("max-records", String.valueOf(Long.MAX_VALUE)));
         long deadline = System.currentTimeMillis() + Long.parseLong(args.getOrDefault("duration-ms", "60000"));
 
@@ -78,7 +82,7 @@ final class Group {
         // Next offset to commit per partition: what this member has processed.
         Map<TopicPartition, OffsetAndMetadata> processed = new HashMap<>();
         try {
-            c.subscribe(topics, new ConsumerRebalanceListener() {
+            ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
                     commit(c, processed, partitions);
@@ -95,7 +99,12 @@ final class Group {
                     partitions.forEach(processed::remove);
                     event("lost", partitions);
                 }
-            });
+            };
+            if (pattern != null) {
+                c.subscribe(new SubscriptionPattern(pattern), listener);
+            } else {
+                c.subscribe(topics, listener);
+            }
             long seen = 0;
             while (running.get() && seen < maxRecords && System.currentTimeMillis() < deadline) {
                 for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
