@@ -9,7 +9,7 @@ use storage::meta::{MetaOptions, MetaStore};
 
 use super::clock::ManualClock;
 use super::consumer::group::{Heartbeat, JOIN_EPOCH, LEAVE_EPOCH};
-use super::consumer::{Assignment, TopicMeta};
+use super::consumer::{Assignment, ConsumerGroupConfig, TopicMeta};
 use super::expiry::ExpiryCursor;
 use super::group::{GroupState, JoinRequest, SyncRequest};
 use super::member::Protocol;
@@ -51,8 +51,13 @@ fn config() -> GroupConfig {
         initial_rebalance_delay_ms: 0,
         max_session_timeout_ms: i32::MAX,
         offsets_retention_ms: RETENTION_MS,
-        // Timers only run when a test asks: the clock is moved by hand.
+        // Timers only run when a test asks: the clock is moved by hand. Both protocols: a
+        // consumer-group tick racing a test's clock jump expired a member the test still used.
         tick_interval_ms: 3_600_000,
+        consumer: ConsumerGroupConfig {
+            tick_interval_ms: 3_600_000,
+            ..ConsumerGroupConfig::default()
+        },
         ..GroupConfig::default()
     }
 }
