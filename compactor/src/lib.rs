@@ -15,6 +15,7 @@ mod scheduler;
 mod swap;
 pub mod tasks;
 mod throttle;
+mod upload;
 mod wal_scan;
 
 pub use config::CompactorConfig;

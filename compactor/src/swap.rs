@@ -10,13 +10,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use storage::compacted::{self, WriterOptions};
+use object_store::{ObjectStore, ObjectStoreExt};
+use storage::compacted::{self, CompactedError, FileWriter, WriterOptions, WrittenMeta};
 use storage::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 use storage::wal::format;
 use storage::{stream, FileType, IndexEntry};
 
 use crate::throttle::ReadThrottle;
+use crate::upload::Upload;
 use crate::{CompactorConfig, CompactorError};
 
 /// Index records scanned per page.
@@ -169,53 +170,37 @@ impl StreamCompactor<'_> {
             (Some(f), Some(l)) => (f.clone(), l.clone()),
             _ => return Ok((0, 0)),
         };
-        let mut inputs = Vec::with_capacity(range.len());
-        let mut bytes_read = 0u64;
-        for e in range {
-            let payload = self.read_slice(&e.entry).await?;
-            bytes_read += payload.len() as u64;
-            inputs.push((e.base_offset, payload));
-        }
-        let expected_records = last.end_offset - first.base_offset;
-        let stream_owned = stream.to_string();
-        let written = tokio::task::spawn_blocking(move || {
-            compacted::write_file(&stream_owned, &inputs, &WriterOptions::default())
-        })
-        .await
-        .map_err(|e| CompactorError::Corrupt(format!("writer task failed: {e}")))??;
-        if written.records != expected_records {
-            return Err(CompactorError::Corrupt(format!(
-                "{stream}: batches hold {} records, the index says {expected_records}",
-                written.records
-            )));
-        }
-        let byte_len = u32::try_from(written.bytes.len()).map_err(|_| {
-            CompactorError::Corrupt(format!("{stream}: compacted file above 4 GiB"))
-        })?;
         let object_key = compacted::file_key(
             &self.config.compacted_prefix,
             stream,
             first.base_offset,
             last.end_offset,
         );
+        // (1) the file, under a name derived from the range: a replay overwrites it.
+        let mut upload = Upload::new(self.objects.clone(), Path::from(object_key.as_str()));
+        let expected_records = last.end_offset - first.base_offset;
+        let (written, byte_len, bytes_read) = match self
+            .write_file(stream, range, expected_records, &mut upload)
+            .await
+        {
+            Ok(done) => done,
+            Err(e) => {
+                upload.abort().await;
+                return Err(e);
+            }
+        };
+        upload.finish().await?;
         let entry = IndexEntry {
             file_type: FileType::Parquet,
             object_key: object_key.clone(),
             byte_offset: 0,
             byte_len,
-            crc32c: crc32c::crc32c(&written.bytes),
+            crc32c: written.crc32c,
             min_timestamp: written.min_timestamp,
             max_timestamp: written.max_timestamp,
             write_time_ms: now_ms(),
             batches: written.batches,
         };
-        // (1) the file, under a name derived from the range: a replay overwrites it.
-        self.objects
-            .put(
-                &Path::from(object_key.as_str()),
-                PutPayload::from(written.bytes),
-            )
-            .await?;
         // (2) the PARQUET entry at the range's last key, only if that key is still the RAW we read.
         let options = PutOptions {
             expect: Expect::Version(last.version_id),
@@ -244,6 +229,63 @@ impl StreamCompactor<'_> {
             "compacted range"
         );
         Ok((expected_records, bytes_read))
+    }
+
+    /// Reads the range one slice at a time, encodes each off the async runtime and streams the
+    /// output to `upload`: memory holds two slices, one row group and the upload's parts,
+    /// however large the file. Refuses a file whose record count is not the index's, before it is
+    /// visible, and one an index entry cannot describe. Returns the file's metadata, its length
+    /// and the input bytes read.
+    async fn write_file(
+        &self,
+        stream: &str,
+        range: &[Located],
+        expected_records: u64,
+        upload: &mut Upload,
+    ) -> Result<(WrittenMeta, u32, u64), CompactorError> {
+        let mut writer = FileWriter::new(stream, &WriterOptions::default())?;
+        let mut bytes_read = 0u64;
+        let mut prefetched = None;
+        for (i, e) in range.iter().enumerate() {
+            let payload = match prefetched.take() {
+                Some(payload) => payload,
+                None => self.read_slice(&e.entry).await?,
+            };
+            bytes_read += payload.len() as u64;
+            let base_offset = e.base_offset;
+            let encode = off_runtime(move || {
+                writer.push(base_offset, payload)?;
+                let output = writer.take_output()?;
+                Ok((writer, output))
+            });
+            // The next slice is read while this one is encoded (one slice ahead at most), so
+            // object-store latency does not add to the encoding time.
+            let next = async {
+                match range.get(i + 1) {
+                    Some(next) => self.read_slice(&next.entry).await.map(Some),
+                    None => Ok(None),
+                }
+            };
+            let (encoded, next) = tokio::join!(encode, next);
+            let (pushed, output) = encoded?;
+            writer = pushed;
+            prefetched = next?;
+            if !output.is_empty() {
+                upload.write(output).await?;
+            }
+        }
+        let (tail, written) = off_runtime(move || writer.finish()).await?;
+        if written.records != expected_records {
+            return Err(CompactorError::Corrupt(format!(
+                "{stream}: batches hold {} records, the index says {expected_records}",
+                written.records
+            )));
+        }
+        let byte_len = u32::try_from(written.byte_len).map_err(|_| {
+            CompactorError::Corrupt(format!("{stream}: compacted file above 4 GiB"))
+        })?;
+        upload.write(tail).await?;
+        Ok((written, byte_len, bytes_read))
     }
 
     async fn read_slice(&self, entry: &IndexEntry) -> Result<Bytes, CompactorError> {
@@ -286,6 +328,16 @@ impl StreamCompactor<'_> {
             .await?;
         Ok(())
     }
+}
+
+/// Runs CPU-bound writer work (decode, encode, compress) on the blocking pool.
+async fn off_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, CompactedError> + Send + 'static,
+) -> Result<T, CompactorError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| CompactorError::Corrupt(format!("writer task failed: {e}")))?
+        .map_err(CompactorError::from)
 }
 
 pub fn now_ms() -> u64 {

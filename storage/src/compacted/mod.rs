@@ -9,13 +9,14 @@ mod columns;
 mod error;
 pub mod footer;
 pub mod reader;
+mod row_group;
 pub mod writer;
 
 pub use batch::{BatchHeader, DecodedBatch, RecordRow};
 pub use error::CompactedError;
 pub use footer::{Footer, ParsedTail, RowGroupSpan, FOOTER_PREFETCH_BYTES};
 pub use reader::{decode_group, read_batches, RebuildOptions, RebuiltBatches, RebuiltGroup};
-pub use writer::{write_file, WriterOptions, WrittenFile};
+pub use writer::{write_file, FileWriter, WriterOptions, WrittenFile, WrittenMeta};
 
 /// Version of the file layout, recorded in the Parquet key-value metadata.
 pub const FORMAT_VERSION: &str = "1";

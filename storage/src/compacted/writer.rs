@@ -1,14 +1,16 @@
-//! Writes one compacted file from a stream range's record batches.
+//! Writes one compacted file from a stream range's record batches, incrementally: the caller
+//! pushes one WAL slice at a time and drains the bytes of finished row groups as they appear, so
+//! memory holds one row group of columns plus whatever the caller has not drained yet.
 
 use bytes::Bytes;
 use parquet::basic::Compression;
-use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DataType, Int32Type, Int64Type};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::file::writer::{SerializedFileWriter, SerializedRowGroupWriter};
+use parquet::file::writer::SerializedFileWriter;
 
 use super::batch::{decode_batch, split_batches};
-use super::columns::{self, Columns, HEADERS_EMPTY_DEF, HEADER_KEY_DEF, HEADER_VALUE_PRESENT_DEF};
+use super::columns::{self, Columns};
+use super::row_group::{push_batch, write_group};
 use super::{CompactedError, FORMAT_VERSION, FORMAT_VERSION_KEY};
 use crate::index::{BatchMeta, ProducerMeta};
 
@@ -31,7 +33,21 @@ impl Default for WriterOptions {
     }
 }
 
-/// A written file and what its index entry must say.
+/// What a finished file's index entry must say.
+#[derive(Debug)]
+pub struct WrittenMeta {
+    /// One per Kafka batch, lengths as the batches were read from the WAL.
+    pub batches: Vec<BatchMeta>,
+    pub records: u64,
+    pub min_timestamp: i64,
+    pub max_timestamp: i64,
+    /// Length of the whole file: every drained output plus the tail.
+    pub byte_len: u64,
+    /// CRC32C of the whole file.
+    pub crc32c: u32,
+}
+
+/// A whole file written in one go, with what its index entry must say.
 #[derive(Debug)]
 pub struct WrittenFile {
     pub bytes: Bytes,
@@ -42,36 +58,59 @@ pub struct WrittenFile {
     pub max_timestamp: i64,
 }
 
-/// Writes batches whose first offsets are given (the WAL keeps the producer's base offset; the
-/// true one comes from the index). Every batch is decoded and CRC-checked on the way.
-pub fn write_file(
-    stream: &str,
-    batches: &[(u64, Bytes)],
-    options: &WriterOptions,
-) -> Result<WrittenFile, CompactedError> {
-    let mut metadata = vec![KeyValue::new(
-        FORMAT_VERSION_KEY.into(),
-        FORMAT_VERSION.to_string(),
-    )];
-    metadata.push(KeyValue::new("kafka.stream".into(), stream.to_string()));
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_statistics_enabled(EnabledStatistics::Page)
-        .set_key_value_metadata(Some(metadata))
-        .build();
-    let mut writer =
-        SerializedFileWriter::new(Vec::new(), columns::schema()?, std::sync::Arc::new(props))?;
-    let mut metas = Vec::with_capacity(batches.len());
-    let (mut min_ts, mut max_ts, mut records) = (i64::MAX, i64::MIN, 0u64);
-    let mut group = Columns::default();
-    let mut group_bytes = 0usize;
-    for (base_offset, payload) in batches {
-        let mut next_offset = *base_offset;
-        for bytes in split_batches(payload.clone())? {
+/// Builds one file from pushed WAL payloads. Every batch is decoded and CRC-checked on the way.
+pub struct FileWriter {
+    // Draining the Vec between row groups is safe: the parquet writer tracks file positions
+    // itself, never by looking at its sink.
+    writer: SerializedFileWriter<Vec<u8>>,
+    options: WriterOptions,
+    group: Columns,
+    group_bytes: usize,
+    batches: Vec<BatchMeta>,
+    records: u64,
+    min_timestamp: i64,
+    max_timestamp: i64,
+    output_bytes: u64,
+    output_crc32c: u32,
+}
+
+impl FileWriter {
+    pub fn new(stream: &str, options: &WriterOptions) -> Result<Self, CompactedError> {
+        let metadata = vec![
+            KeyValue::new(FORMAT_VERSION_KEY.into(), FORMAT_VERSION.to_string()),
+            KeyValue::new("kafka.stream".into(), stream.to_string()),
+        ];
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_statistics_enabled(EnabledStatistics::Page)
+            .set_key_value_metadata(Some(metadata))
+            .build();
+        let writer =
+            SerializedFileWriter::new(Vec::new(), columns::schema()?, std::sync::Arc::new(props))?;
+        Ok(FileWriter {
+            writer,
+            options: options.clone(),
+            group: Columns::default(),
+            group_bytes: 0,
+            batches: Vec::new(),
+            records: 0,
+            min_timestamp: i64::MAX,
+            max_timestamp: i64::MIN,
+            output_bytes: 0,
+            output_crc32c: 0,
+        })
+    }
+
+    /// Appends the batches of one WAL payload whose first offset is `base_offset` (the WAL
+    /// keeps the producer's base offset; the true one comes from the index). A row group is
+    /// written whenever the buffered rows reach a target.
+    pub fn push(&mut self, base_offset: u64, payload: Bytes) -> Result<(), CompactedError> {
+        let mut next_offset = base_offset;
+        for bytes in split_batches(payload)? {
             let decoded = decode_batch(&bytes)?;
             let h = decoded.header;
             let count = u64::from(h.last_offset_delta as u32) + 1;
-            metas.push(BatchMeta {
+            self.batches.push(BatchMeta {
                 len: bytes.len() as u32,
                 records: count as u32,
                 max_timestamp: h.max_timestamp,
@@ -81,143 +120,78 @@ pub fn write_file(
                     base_sequence: h.base_sequence,
                 }),
             });
-            min_ts = min_ts.min(h.base_timestamp);
-            max_ts = max_ts.max(h.max_timestamp);
-            records += count;
-            group_bytes += bytes.len();
-            push_batch(&mut group, next_offset, &decoded);
+            self.min_timestamp = self.min_timestamp.min(h.base_timestamp);
+            self.max_timestamp = self.max_timestamp.max(h.max_timestamp);
+            self.records += count;
+            self.group_bytes += bytes.len();
+            push_batch(&mut self.group, next_offset, &decoded);
             next_offset += count;
-            if group.offset.len() >= options.row_group_rows_target
-                || group_bytes >= options.row_group_bytes_target
+            if self.group.offset.len() >= self.options.row_group_rows_target
+                || self.group_bytes >= self.options.row_group_bytes_target
             {
-                write_group(&mut writer, &std::mem::take(&mut group))?;
-                group_bytes = 0;
+                write_group(&mut self.writer, &std::mem::take(&mut self.group))?;
+                self.group_bytes = 0;
             }
         }
+        Ok(())
     }
-    if !group.offset.is_empty() {
-        write_group(&mut writer, &group)?;
+
+    /// Records pushed so far.
+    pub fn records(&self) -> u64 {
+        self.records
     }
-    let bytes = Bytes::from(writer.into_inner()?);
+
+    /// The file bytes produced since the last call (the magic and finished row groups).
+    pub fn take_output(&mut self) -> Result<Bytes, CompactedError> {
+        self.writer
+            .flush()
+            .map_err(|e| CompactedError::Parquet(format!("flush: {e}")))?;
+        let out = std::mem::take(self.writer.inner_mut());
+        self.output_bytes += out.len() as u64;
+        self.output_crc32c = crc32c::crc32c_append(self.output_crc32c, &out);
+        Ok(Bytes::from(out))
+    }
+
+    /// Writes the last row group and the footer. Returns the bytes not drained yet (the tail of
+    /// the file) and the metadata of the whole file.
+    pub fn finish(mut self) -> Result<(Bytes, WrittenMeta), CompactedError> {
+        if !self.group.offset.is_empty() {
+            write_group(&mut self.writer, &std::mem::take(&mut self.group))?;
+        }
+        self.writer.finish()?;
+        let tail = self.take_output()?;
+        let meta = WrittenMeta {
+            batches: self.batches,
+            records: self.records,
+            min_timestamp: self.min_timestamp,
+            max_timestamp: self.max_timestamp,
+            byte_len: self.output_bytes,
+            crc32c: self.output_crc32c,
+        };
+        Ok((tail, meta))
+    }
+}
+
+/// Writes a whole file in memory from batches whose first offsets are given.
+pub fn write_file(
+    stream: &str,
+    batches: &[(u64, Bytes)],
+    options: &WriterOptions,
+) -> Result<WrittenFile, CompactedError> {
+    let mut writer = FileWriter::new(stream, options)?;
+    for (base_offset, payload) in batches {
+        writer.push(*base_offset, payload.clone())?;
+    }
+    // Nothing was drained, so the tail is the whole file.
+    let (bytes, meta) = writer.finish()?;
     Ok(WrittenFile {
         bytes,
-        batches: metas,
-        records,
-        min_timestamp: min_ts,
-        max_timestamp: max_ts,
+        batches: meta.batches,
+        records: meta.records,
+        min_timestamp: meta.min_timestamp,
+        max_timestamp: meta.max_timestamp,
     })
 }
 
-fn push_batch(c: &mut Columns, batch_base_offset: u64, batch: &super::DecodedBatch) {
-    let h = &batch.header;
-    let log_append = h.is_log_append_time();
-    for r in &batch.records {
-        c.offset
-            .push(batch_base_offset as i64 + i64::from(r.offset_delta));
-        // Consumers see the batch's max timestamp for every record under LogAppendTime.
-        c.timestamp.push(if log_append {
-            h.max_timestamp
-        } else {
-            h.base_timestamp.wrapping_add(r.timestamp_delta)
-        });
-        c.timestamp_type.push(i32::from(log_append));
-        push_nullable(&mut c.key, &mut c.key_def, r.key.as_ref());
-        push_nullable(&mut c.value, &mut c.value_def, r.value.as_ref());
-        if r.headers.is_empty() {
-            c.header_key_def.push(HEADERS_EMPTY_DEF);
-            c.header_rep.push(0);
-            c.header_value_def.push(HEADERS_EMPTY_DEF);
-            c.header_value_rep.push(0);
-        }
-        for (i, (k, v)) in r.headers.iter().enumerate() {
-            let rep = i16::from(i > 0);
-            c.header_key.push(ByteArray::from(k.clone()));
-            c.header_key_def.push(HEADER_KEY_DEF);
-            c.header_rep.push(rep);
-            c.header_value_rep.push(rep);
-            match v {
-                Some(v) => {
-                    c.header_value.push(ByteArray::from(v.clone()));
-                    c.header_value_def.push(HEADER_VALUE_PRESENT_DEF);
-                }
-                None => c.header_value_def.push(HEADER_KEY_DEF),
-            }
-        }
-        c.timestamp_delta.push(r.timestamp_delta);
-        c.record_attributes.push(i32::from(r.attributes));
-        c.batch_base_offset.push(batch_base_offset as i64);
-        c.batch_last_offset_delta.push(h.last_offset_delta);
-        c.batch_base_timestamp.push(h.base_timestamp);
-        c.batch_max_timestamp.push(h.max_timestamp);
-        c.batch_attributes.push(i32::from(h.attributes));
-        c.partition_leader_epoch.push(h.partition_leader_epoch);
-        c.producer_id.push(h.producer_id);
-        c.producer_epoch.push(i32::from(h.producer_epoch));
-        c.base_sequence.push(h.base_sequence);
-        c.is_transactional.push(h.attributes & 0x10 != 0);
-        c.is_control.push(h.attributes & 0x20 != 0);
-    }
-}
-
-fn push_nullable(values: &mut Vec<ByteArray>, defs: &mut Vec<i16>, v: Option<&Bytes>) {
-    match v {
-        Some(v) => {
-            values.push(ByteArray::from(v.clone()));
-            defs.push(1);
-        }
-        None => defs.push(0),
-    }
-}
-
-fn write_group(
-    writer: &mut SerializedFileWriter<Vec<u8>>,
-    c: &Columns,
-) -> Result<(), CompactedError> {
-    let mut rg = writer.next_row_group()?;
-    column::<Int64Type>(&mut rg, &c.offset, None, None)?;
-    column::<Int64Type>(&mut rg, &c.timestamp, None, None)?;
-    column::<Int32Type>(&mut rg, &c.timestamp_type, None, None)?;
-    column::<ByteArrayType>(&mut rg, &c.key, Some(&c.key_def), None)?;
-    column::<ByteArrayType>(&mut rg, &c.value, Some(&c.value_def), None)?;
-    column::<ByteArrayType>(
-        &mut rg,
-        &c.header_key,
-        Some(&c.header_key_def),
-        Some(&c.header_rep),
-    )?;
-    column::<ByteArrayType>(
-        &mut rg,
-        &c.header_value,
-        Some(&c.header_value_def),
-        Some(&c.header_value_rep),
-    )?;
-    column::<Int64Type>(&mut rg, &c.timestamp_delta, None, None)?;
-    column::<Int32Type>(&mut rg, &c.record_attributes, None, None)?;
-    column::<Int64Type>(&mut rg, &c.batch_base_offset, None, None)?;
-    column::<Int32Type>(&mut rg, &c.batch_last_offset_delta, None, None)?;
-    column::<Int64Type>(&mut rg, &c.batch_base_timestamp, None, None)?;
-    column::<Int64Type>(&mut rg, &c.batch_max_timestamp, None, None)?;
-    column::<Int32Type>(&mut rg, &c.batch_attributes, None, None)?;
-    column::<Int32Type>(&mut rg, &c.partition_leader_epoch, None, None)?;
-    column::<Int64Type>(&mut rg, &c.producer_id, None, None)?;
-    column::<Int32Type>(&mut rg, &c.producer_epoch, None, None)?;
-    column::<Int32Type>(&mut rg, &c.base_sequence, None, None)?;
-    column::<BoolType>(&mut rg, &c.is_transactional, None, None)?;
-    column::<BoolType>(&mut rg, &c.is_control, None, None)?;
-    rg.close()?;
-    Ok(())
-}
-
-fn column<T: DataType>(
-    rg: &mut SerializedRowGroupWriter<'_, Vec<u8>>,
-    values: &[T::T],
-    def: Option<&[i16]>,
-    rep: Option<&[i16]>,
-) -> Result<(), CompactedError> {
-    let mut col = rg
-        .next_column()?
-        .ok_or_else(|| CompactedError::Parquet("schema has fewer columns than written".into()))?;
-    col.typed::<T>().write_batch(values, def, rep)?;
-    col.close()?;
-    Ok(())
-}
+#[cfg(test)]
+mod tests;
