@@ -1,6 +1,8 @@
 //! Committed-offset expiry, as Kafka does it since 2.1 (KIP-211, `offsets.retention.minutes`):
 //! the offsets of a group without members are deleted once the retention has passed, and a
-//! group left empty with no offsets is deleted with them.
+//! group left empty with no offsets is deleted with them. In a group with members, offsets of
+//! topics no member subscribes to any more expire a retention after their commit (Kafka's
+//! `removeExpiredOffsets`); those of subscribed topics are kept however old.
 //!
 //! The clock of one offset starts at the later of its commit and the moment its group last
 //! became Empty. Kafka counts a classic group's offsets from the moment it became Empty (its
@@ -37,11 +39,21 @@ pub fn is_due(
         .is_some_and(|age| age >= retention_ms)
 }
 
-/// Deletes the due offsets of an empty group. Returns `(deleted, remaining)`; an offset whose
-/// record changed since it was read (a fresh commit) counts as remaining.
+/// Which topics of a group keep their offsets whatever their age: those a member subscribes to.
+pub type Subscribed<'a> = &'a (dyn Fn(&str) -> bool + Send + Sync);
+
+/// No member subscribes to anything: the group is empty.
+pub fn no_subscriptions(_topic: &str) -> bool {
+    false
+}
+
+/// Deletes the due offsets of a group, except those of topics `subscribed` names. Returns
+/// `(deleted, remaining)`; an offset whose record changed since it was read (a fresh commit)
+/// counts as remaining.
 pub async fn expire_group_offsets(
     store: &GroupStore,
     group_id: &str,
+    subscribed: Subscribed<'_>,
     empty_since_ms: Option<u64>,
     now_ms: u64,
     retention_ms: u64,
@@ -50,12 +62,13 @@ pub async fn expire_group_offsets(
     let due: Vec<&StoredOffset> = offsets
         .iter()
         .filter(|o| {
-            is_due(
-                o.offset.record.commit_timestamp_ms,
-                empty_since_ms,
-                now_ms,
-                retention_ms,
-            )
+            !subscribed(&o.offset.topic)
+                && is_due(
+                    o.offset.record.commit_timestamp_ms,
+                    empty_since_ms,
+                    now_ms,
+                    retention_ms,
+                )
         })
         .collect();
     let deletes = due.iter().map(|o| store.delete_offset_at(group_id, o));

@@ -19,6 +19,9 @@ use super::{GroupConfig, GroupCoordinator};
 const T0: u64 = 1_700_000_000_000;
 const RETENTION_MS: u64 = 60 * 60 * 1000;
 const MINUTE_MS: u64 = 60_000;
+/// Session and rebalance timeout of members that must outlive every clock jump of a test: the
+/// timer tasks tick once at start, at a moment a test does not choose.
+const LONG_TIMEOUT_MS: i32 = 24 * 60 * 60 * 1000;
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -56,6 +59,7 @@ fn config() -> GroupConfig {
         tick_interval_ms: 3_600_000,
         consumer: ConsumerGroupConfig {
             tick_interval_ms: 3_600_000,
+            session_timeout_ms: LONG_TIMEOUT_MS,
             ..ConsumerGroupConfig::default()
         },
         ..GroupConfig::default()
@@ -111,17 +115,27 @@ async fn committed(coordinator: &GroupCoordinator, group: &str) -> Vec<i64> {
 
 /// A one-member classic group, stable; returns the member id and generation.
 async fn stable_member(coordinator: &GroupCoordinator, group: &str) -> (String, i32) {
+    stable_member_with(coordinator, group, Bytes::from_static(b"m"), 10_000).await
+}
+
+/// A one-member classic group of protocol type "consumer" whose member sends `metadata`.
+async fn stable_member_with(
+    coordinator: &GroupCoordinator,
+    group: &str,
+    metadata: Bytes,
+    session_timeout_ms: i32,
+) -> (String, i32) {
     let join = JoinRequest {
         member_id: String::new(),
         group_instance_id: None,
         client_id: "client".into(),
         client_host: String::new(),
-        session_timeout_ms: 10_000,
+        session_timeout_ms,
         rebalance_timeout_ms: 10_000,
         protocol_type: "consumer".into(),
         protocols: vec![Protocol {
             name: "range".into(),
-            metadata: Bytes::from_static(b"m"),
+            metadata,
         }],
         require_known_member_id: false,
     };
@@ -172,8 +186,11 @@ async fn standalone_offsets_expire_a_retention_after_their_commit_and_the_group_
 async fn emptied_group_expires_from_when_it_became_empty_while_an_active_group_keeps_offsets() {
     let env = Env::new().await;
     let coordinator = env.coordinator(config()).await;
-    let (left, left_generation) = stable_member(&coordinator, "left").await;
-    let (active, active_generation) = stable_member(&coordinator, "active").await;
+    let unreadable = || Bytes::from_static(b"m");
+    let (left, left_generation) =
+        stable_member_with(&coordinator, "left", unreadable(), LONG_TIMEOUT_MS).await;
+    let (active, active_generation) =
+        stable_member_with(&coordinator, "active", unreadable(), LONG_TIMEOUT_MS).await;
     let commit = |group: &'static str, member: String, generation: i32| {
         let coordinator = coordinator.clone();
         async move {
@@ -413,4 +430,195 @@ async fn a_broker_that_no_longer_coordinates_a_group_drops_it_instead_of_expirin
     live.tick_all().await;
     let after = live.describe("g").await.unwrap().unwrap();
     assert_eq!(after.state, GroupState::Empty);
+}
+
+/// Topics `t` and `u`, with regexes matched against them.
+struct TwoTopics;
+
+impl super::consumer::TopicSource for TwoTopics {
+    fn topic(&self, name: &str) -> Option<TopicMeta> {
+        let id = match name {
+            "t" => 7,
+            "u" => 8,
+            _ => return None,
+        };
+        Some(TopicMeta {
+            id: uuid::Uuid::from_u128(id),
+            name: name.into(),
+            partitions: 2,
+        })
+    }
+
+    fn matching(
+        &self,
+        pattern: &str,
+    ) -> Result<
+        Arc<std::collections::BTreeSet<String>>,
+        super::consumer::topic_regex::TopicRegexError,
+    > {
+        let regex = super::consumer::topic_regex::compile(pattern)?;
+        Ok(Arc::new(
+            ["t", "u"]
+                .into_iter()
+                .filter(|n| regex.is_match(n))
+                .map(String::from)
+                .collect(),
+        ))
+    }
+}
+
+/// One KIP-848 member of group `g`, heartbeating its subscription changes.
+struct Kip848Member {
+    coordinator: Arc<GroupCoordinator>,
+    epoch: i32,
+    owned: Assignment,
+}
+
+impl Kip848Member {
+    async fn join(coordinator: &Arc<GroupCoordinator>, names: &[&str]) -> Kip848Member {
+        let mut member = Kip848Member {
+            coordinator: coordinator.clone(),
+            epoch: JOIN_EPOCH,
+            owned: Assignment::new(),
+        };
+        member.subscribe(names, None).await;
+        member
+    }
+
+    /// Sends `names` and, if given, `regex` (empty: none any more) as the subscription, then
+    /// acknowledges the new assignment.
+    async fn subscribe(&mut self, names: &[&str], regex: Option<&str>) {
+        let names = Some(names.iter().map(|n| n.to_string()).collect());
+        self.heartbeat(names, regex.map(String::from)).await;
+        self.heartbeat(None, None).await;
+    }
+
+    async fn heartbeat(&mut self, names: Option<Vec<String>>, regex: Option<String>) {
+        let answer = self
+            .coordinator
+            .consumer()
+            .heartbeat(
+                "g",
+                Heartbeat {
+                    member_id: "m1".into(),
+                    member_epoch: self.epoch,
+                    rebalance_timeout_ms: LONG_TIMEOUT_MS,
+                    subscribed_topic_names: names,
+                    subscribed_topic_regex: regex,
+                    owned: Some(self.owned.clone()),
+                    ..Heartbeat::default()
+                },
+                &TwoTopics,
+            )
+            .await
+            .unwrap();
+        self.epoch = answer.member_epoch;
+        if let Some(assignment) = answer.assignment {
+            self.owned = assignment;
+        }
+    }
+
+    async fn commit(&self, offsets: &[CommittedOffset]) {
+        let results = self
+            .coordinator
+            .commit_offsets("g", "m1", None, self.epoch, offsets)
+            .await;
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+    }
+}
+
+#[tokio::test]
+async fn live_consumer_group_loses_old_offsets_of_topics_no_member_subscribes_to() {
+    let env = Env::new().await;
+    let coordinator = env.coordinator(config()).await;
+    let member = Kip848Member::join(&coordinator, &["t"]).await;
+    member.commit(&[offset("t", 0, 1), offset("u", 0, 2)]).await;
+    env.clock.advance(30 * MINUTE_MS);
+    member.commit(&[offset("u", 1, 3)]).await;
+
+    env.clock.advance(RETENTION_MS - 30 * MINUTE_MS - 1);
+    assert_eq!(expire(&coordinator).await, (0, 0));
+    assert_eq!(committed(&coordinator, "g").await, vec![1, 2, 3]);
+    // A retention after the first commits: `u`'s old offset goes, the recent one stays.
+    env.clock.advance(1);
+    assert_eq!(expire(&coordinator).await, (1, 0));
+    assert_eq!(committed(&coordinator, "g").await, vec![1, 3]);
+    env.clock.advance(30 * MINUTE_MS);
+    assert_eq!(expire(&coordinator).await, (1, 0));
+    // The subscribed topic keeps its offset however old, and the group stays.
+    env.clock.advance(10 * RETENTION_MS);
+    assert_eq!(expire(&coordinator).await, (0, 0));
+    assert_eq!(committed(&coordinator, "g").await, vec![1]);
+    assert!(coordinator
+        .consumer()
+        .describe("g")
+        .await
+        .unwrap()
+        .is_some());
+}
+
+#[tokio::test]
+async fn subscribing_again_before_the_sweep_keeps_a_topics_offsets() {
+    let env = Env::new().await;
+    let coordinator = env.coordinator(config()).await;
+    let mut member = Kip848Member::join(&coordinator, &["t", "u"]).await;
+    member.commit(&[offset("t", 0, 1), offset("u", 0, 2)]).await;
+    member.subscribe(&["t"], None).await;
+    env.clock.advance(RETENTION_MS - 1);
+    assert_eq!(expire(&coordinator).await, (0, 0));
+    member.subscribe(&["t", "u"], None).await;
+    env.clock.advance(1);
+    assert_eq!(expire(&coordinator).await, (0, 0));
+    assert_eq!(committed(&coordinator, "g").await, vec![1, 2]);
+    // Dropped once more, `u` goes at the next sweep: its commit is a retention old.
+    member.subscribe(&["t"], None).await;
+    assert_eq!(expire(&coordinator).await, (1, 0));
+    assert_eq!(committed(&coordinator, "g").await, vec![1]);
+}
+
+#[tokio::test]
+async fn a_topic_matched_by_a_members_regex_keeps_its_offsets() {
+    let env = Env::new().await;
+    let coordinator = env.coordinator(config()).await;
+    let mut member = Kip848Member::join(&coordinator, &["t"]).await;
+    member.subscribe(&["t"], Some("u.*")).await;
+    member.commit(&[offset("t", 0, 1), offset("u", 0, 2)]).await;
+    env.clock.advance(RETENTION_MS);
+    assert_eq!(expire(&coordinator).await, (0, 0));
+    assert_eq!(committed(&coordinator, "g").await, vec![1, 2]);
+    member.subscribe(&["t"], Some("")).await;
+    assert_eq!(expire(&coordinator).await, (1, 0));
+    assert_eq!(committed(&coordinator, "g").await, vec![1]);
+}
+
+#[tokio::test]
+async fn stable_classic_consumer_group_loses_old_offsets_of_unsubscribed_topics() {
+    use kafka_protocol::messages::ConsumerProtocolSubscription;
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let env = Env::new().await;
+    let coordinator = env.coordinator(config()).await;
+    let subscription =
+        ConsumerProtocolSubscription::default().with_topics(vec![StrBytes::from_static_str("t")]);
+    let mut metadata = bytes::BytesMut::new();
+    metadata.extend_from_slice(&1i16.to_be_bytes());
+    subscription.encode(&mut metadata, 1).unwrap();
+    let (member, generation) =
+        stable_member_with(&coordinator, "classic", metadata.freeze(), LONG_TIMEOUT_MS).await;
+    let results = coordinator
+        .commit_offsets(
+            "classic",
+            &member,
+            None,
+            generation,
+            &[offset("t", 0, 1), offset("u", 0, 2)],
+        )
+        .await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    env.clock.advance(RETENTION_MS - 1);
+    assert_eq!(expire(&coordinator).await, (0, 0));
+    env.clock.advance(1);
+    assert_eq!(expire(&coordinator).await, (1, 0));
+    assert_eq!(committed(&coordinator, "classic").await, vec![1]);
+    let description = coordinator.describe("classic").await.unwrap().unwrap();
+    assert_eq!(description.state, GroupState::Stable);
 }

@@ -203,6 +203,9 @@ impl Group {
     pub fn protocol_type(&self) -> Option<&str> {
         self.protocol_type.as_deref()
     }
+    pub fn protocol_name(&self) -> Option<&str> {
+        self.protocol_name.as_deref()
+    }
     pub fn member_count(&self) -> usize {
         self.members.len()
     }

@@ -248,9 +248,10 @@ impl ConsumerCoordinator {
         Ok(true)
     }
 
-    /// Offset expiry over up to `limit` stored consumer groups after the key `after`: the
-    /// empty ones `owns` names lose their due offsets, and the group goes when none is left.
-    /// Returns the cursor of the next page (`None`: all read).
+    /// Offset expiry over up to `limit` stored consumer groups after the key `after`, those
+    /// `owns` names: offsets of topics no member subscribes to lose their due offsets, and an
+    /// empty group goes when none is left. Returns the cursor of the next page (`None`: all
+    /// read).
     pub async fn expire_offsets_page(
         &self,
         after: Option<&str>,
@@ -261,9 +262,10 @@ impl ConsumerCoordinator {
     ) -> Result<(SweepReport, Option<String>), StoreError> {
         let (page, next) = self.store.scan_page(after, limit).await?;
         let mut report = SweepReport::default();
-        for (group_id, has_members, version) in page {
+        // Groups with members are examined too: their unsubscribed topics expire.
+        for (group_id, _has_members, version) in page {
             report.groups_examined += 1;
-            if has_members || !owns(&group_id) {
+            if !owns(&group_id) {
                 continue;
             }
             match self
@@ -280,7 +282,8 @@ impl ConsumerCoordinator {
     }
 
     /// Kafka counts a consumer group's offsets from their commits (there is no "became empty"
-    /// time in KIP-848 groups).
+    /// time in KIP-848 groups), and keeps those of topics a member subscribes to (its names
+    /// and the topics its regex matched when last resolved).
     async fn expire_group(
         &self,
         group_id: &str,
@@ -291,8 +294,11 @@ impl ConsumerCoordinator {
         let Ok(Some(shared)) = self.existing(group_id).await else {
             return Ok(GroupExpiry::default());
         };
+        // Held until the offsets are deleted: a member subscribing again waits for the sweep.
         let mut group = shared.lock().await;
-        if !group.is_empty() {
+        // A copy with members that is out of step with the scanned record is left alone: its
+        // subscriptions may be old (and catching up must not drop its members).
+        if !group.is_empty() && group.store_version != Some(version) {
             return Ok(GroupExpiry::default());
         }
         let from_record = |fresh, fresh_version| {
@@ -302,13 +308,16 @@ impl ConsumerCoordinator {
         if !catch_up_for_expiry(&mut *group, version, read, from_record).await? {
             return Ok(GroupExpiry::default());
         }
+        let subscribed = group.subscribed_topics();
+        let keep = |topic: &str| subscribed.contains(topic);
         let (offsets_deleted, remaining) =
-            expire_group_offsets(&self.offsets, group_id, None, now_ms, retention_ms).await?;
+            expire_group_offsets(&self.offsets, group_id, &keep, None, now_ms, retention_ms)
+                .await?;
         let mut expiry = GroupExpiry {
             offsets_deleted,
             group_deleted: false,
         };
-        let (0, Some(version)) = (remaining, group.store_version) else {
+        let (true, 0, Some(version)) = (group.is_empty(), remaining, group.store_version) else {
             return Ok(expiry);
         };
         match self.store.delete(group_id, Some(version)).await {

@@ -9,11 +9,15 @@ use kafka_protocol::ResponseError;
 
 use super::GroupCoordinator;
 use crate::groups::expiry::{
-    expire_group_offsets, ExpiryCursor, GroupExpiry, Ownership, SweepReport,
+    expire_group_offsets, no_subscriptions, ExpiryCursor, GroupExpiry, Ownership, Subscribed,
+    SweepReport,
 };
 use crate::groups::group::{Group, GroupState};
 use crate::groups::store::{GroupRecord, StoreError};
 use crate::groups::stored::catch_up_for_expiry;
+
+/// The only classic protocol type whose member metadata names the subscribed topics.
+const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
 
 /// Pause before a run that continues a cycle cut short by the per-run bound.
 const CONTINUE_PAUSE: Duration = Duration::from_millis(100);
@@ -61,8 +65,8 @@ impl GroupCoordinator {
     }
 
     /// One run: examines up to `expiry_groups_per_run_max` stored groups from `cursor` on,
-    /// expires the due offsets of those that are empty and coordinated here, and deletes
-    /// empty groups left without offsets.
+    /// expires the due offsets of those coordinated here (in groups with members, only of
+    /// topics no member subscribes to), and deletes empty groups left without offsets.
     pub async fn expire_offsets(
         &self,
         owns: &(dyn Fn(&str) -> bool + Send + Sync),
@@ -80,7 +84,7 @@ impl GroupCoordinator {
             budget = budget.saturating_sub(page.len());
             for (group_id, record, version) in page {
                 report.groups_examined += 1;
-                if !record.members.is_empty() || !owns(&group_id) {
+                if !owns(&group_id) {
                     continue;
                 }
                 match self
@@ -119,7 +123,9 @@ impl GroupCoordinator {
         Ok(report)
     }
 
-    /// Expires one classic group stored at `version` with `record` (which has no members).
+    /// Expires one classic group stored at `version` with `record`. A group with members is
+    /// expired only as Kafka does it: Stable, protocol type "consumer", offsets of topics no
+    /// member's subscription names (an unreadable subscription keeps every topic).
     async fn expire_classic(
         &self,
         group_id: &str,
@@ -132,7 +138,12 @@ impl GroupCoordinator {
             Group::from_record(group_id, self.config, record, version, now_ms)
         });
         let mut group = shared.lock().await;
-        if group.state() != GroupState::Empty {
+        let Some(empty) = expiry_kind(&group) else {
+            return Ok(GroupExpiry::default());
+        };
+        // A copy with members that is out of step with the scanned record is left alone: its
+        // subscriptions may be old (and catching up must not drop its members).
+        if !empty && group.store_version != Some(version) {
             return Ok(GroupExpiry::default());
         }
         let from_record = |fresh, fresh_version| {
@@ -142,16 +153,29 @@ impl GroupCoordinator {
         if !catch_up_for_expiry(&mut *group, version, read, from_record).await? {
             return Ok(GroupExpiry::default());
         }
-        // Groups that never used group management (no protocol type) expire per commit.
+        // A copy caught up from the store may no longer be what was checked above.
+        if expiry_kind(&group) != Some(empty) {
+            return Ok(GroupExpiry::default());
+        }
+        // Groups that never used group management (no protocol type) expire per commit, and
+        // so do the unsubscribed topics of a group with members.
         let empty_since_ms = group.protocol_type().and_then(|_| group.empty_since_ms());
-        let (offsets_deleted, remaining) =
-            expire_group_offsets(&self.store, group_id, empty_since_ms, now_ms, retention_ms)
-                .await?;
+        let keep = |topic: &str| group.is_subscribed_to(topic);
+        let subscribed: Subscribed = if empty { &no_subscriptions } else { &keep };
+        let (offsets_deleted, remaining) = expire_group_offsets(
+            &self.store,
+            group_id,
+            subscribed,
+            empty_since_ms,
+            now_ms,
+            retention_ms,
+        )
+        .await?;
         let mut expiry = GroupExpiry {
             offsets_deleted,
             group_deleted: false,
         };
-        if remaining > 0 {
+        if !empty || remaining > 0 {
             return Ok(expiry);
         }
         let Some(version) = group.store_version else {
@@ -165,5 +189,22 @@ impl GroupCoordinator {
             tracing::info!(group = group_id, "empty group without offsets deleted");
         }
         Ok(expiry)
+    }
+}
+
+/// How a classic group's offsets may expire: `Some(true)` all of them (Empty), `Some(false)`
+/// only those of unsubscribed topics (Stable consumer group whose chosen protocol tells which
+/// member metadata to read), `None` not now (a rebalance is under way, or the member metadata
+/// does not name topics).
+fn expiry_kind(group: &Group) -> Option<bool> {
+    match group.state() {
+        GroupState::Empty => Some(true),
+        GroupState::Stable
+            if group.protocol_type() == Some(CONSUMER_PROTOCOL_TYPE)
+                && group.protocol_name().is_some() =>
+        {
+            Some(false)
+        }
+        _ => None,
     }
 }
