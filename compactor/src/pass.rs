@@ -116,8 +116,9 @@ impl Compactor {
             clock: self.clock.as_ref(),
             throttle: &self.throttle,
         };
-        scheduler.run(streams, report).await?;
+        // Retention first: entries it drops are not rewritten to Parquet only to be freed.
         crate::retention::enforce(&self.index_meta, &self.coord_meta, self.clock.now_ms()).await;
+        scheduler.run(streams, report).await?;
         let sweeper = OrphanSweeper {
             objects: &self.objects,
             index_meta: &self.index_meta,
