@@ -164,23 +164,30 @@ def test_retention_deletes_old_objects_and_moves_the_log_start(broker_factory, t
     assert consume(b.bootstrap, aged, 20) == [(o, f"k{o}".encode()) for o in range(30, 50)]
     assert consume(b.bootstrap, sized, 200 - low) == [(o, f"k{o}".encode()) for o in range(low, 200)]
 
-    # More data: everything is compacted into small Parquet files, retention moves on, and the
-    # files wholly below the new log start are deleted (the pass after they are unreferenced).
+    # More data: a pass applies retention first (what is past it is dropped, not compacted),
+    # then compacts the rest into small Parquet files.
     produce(b.bootstrap, sized, rounds=10, per_round=10, first=200)
     compactor(b.data_dir, *SMALL_FILES)
     compacted = parquet_ranges(b.data_dir)
+    wait_until(lambda: watermarks(b.bootstrap, sized)[0] > low, 10, "the log start to move on")
+    low_compacted, _ = watermarks(b.bootstrap, sized)
+    [stream] = [s for s, ranges in compacted.items() if max(e for _, e in ranges) == 300]
+    assert all(end > low_compacted for _, end in compacted[stream]), (compacted[stream], low_compacted)
+    # Yet more data: retention moves past some of those files, which are deleted (the pass after
+    # they are unreferenced).
+    produce(b.bootstrap, sized, rounds=10, per_round=10, first=300)
+    compactor(b.data_dir, *SMALL_FILES)
     compactor(b.data_dir, *SMALL_FILES)
     assert not files(b.data_dir, "wal"), "every wal object is compacted or trimmed"
-    wait_until(lambda: watermarks(b.bootstrap, sized)[0] > low, 10, "the log start to move on")
+    wait_until(lambda: watermarks(b.bootstrap, sized)[0] > low_compacted, 10, "the log start to move on")
     low_after, high_after = watermarks(b.bootstrap, sized)
-    assert high_after == 300
+    assert high_after == 400
     remaining = parquet_ranges(b.data_dir)
-    [stream] = [s for s, ranges in remaining.items() if max(e for _, e in ranges) == 300]
     gone = set(compacted[stream]) - set(remaining[stream])
     assert gone and all(end <= low_after for _, end in gone), (gone, low_after)
     assert all(end > low_after for _, end in remaining[stream]), (remaining[stream], low_after)
-    got = consume(b.bootstrap, sized, 300 - low_after)
-    assert got == [(o, f"k{o}".encode()) for o in range(low_after, 300)]
+    got = consume(b.bootstrap, sized, 400 - low_after)
+    assert got == [(o, f"k{o}".encode()) for o in range(low_after, 400)]
 
 
 def earliest_on(bootstrap: str, topic: str) -> tuple:
