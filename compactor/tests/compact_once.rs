@@ -7,19 +7,16 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use common::{engine, env, Env, RECORDS_PER_BATCH, STREAMS};
+use common::{engine, env, keys, Env, RECORDS_PER_BATCH, STREAMS};
 use compactor::{Compactor, CompactorConfig};
 use futures::stream::BoxStream;
-use futures::TryStreamExt;
-use object_store::path::Path;
-use object_store::ObjectStore;
 use storage::compacted::batch::{decode_batch, encode_batch, split_batches};
 use storage::compacted::{BatchHeader, RecordRow};
 use storage::meta::{
     Comparison, Expect, MetaError, MetaResult, MetaStore, Notification, PutOptions, PutResult,
     Record,
 };
-use storage::{BatchMeta, FileType, Storage};
+use storage::{FileType, Storage};
 
 const APPENDS_PER_STREAM: usize = 30;
 
@@ -53,22 +50,7 @@ fn batch(stream: &str, n: usize, codec: i16) -> Bytes {
 }
 
 async fn produce(storage: &Storage, appends: usize) {
-    let mut pending = Vec::new();
-    for n in 0..appends {
-        for stream in STREAMS {
-            let payload = batch(stream, n, (n % 5) as i16);
-            let meta = BatchMeta {
-                len: payload.len() as u32,
-                records: RECORDS_PER_BATCH as u32,
-                max_timestamp: 1_700_000_000_004 + n as i64,
-                producer: None,
-            };
-            pending.push(storage.submit(stream, payload, vec![meta]).await.unwrap());
-        }
-    }
-    for p in pending {
-        p.wait().await.unwrap();
-    }
+    common::produce_with(storage, appends, batch).await
 }
 
 /// Every record of a stream as consumers would see it: (offset, record without compression).
@@ -116,15 +98,6 @@ fn config_with_files_of(batches: usize) -> CompactorConfig {
         task_attempts_max: u32::MAX,
         ..CompactorConfig::default()
     }
-}
-
-async fn keys(objects: &Arc<dyn ObjectStore>, prefix: &str) -> Vec<String> {
-    let metas: Vec<_> = objects
-        .list(Some(&Path::from(prefix)))
-        .try_collect()
-        .await
-        .unwrap();
-    metas.into_iter().map(|m| m.location.to_string()).collect()
 }
 
 async fn assert_all_compacted(env: &Env, appends: usize) {

@@ -75,6 +75,16 @@ fn batch(stream: &str, n: usize, codec: i16) -> Bytes {
 }
 
 pub async fn produce(storage: &Storage, appends: usize) {
+    produce_with(storage, appends, batch).await
+}
+
+/// `appends` rounds of one batch per stream, built by `batch(stream, n, codec)` (codecs rotate),
+/// all submitted before any is awaited.
+pub async fn produce_with(
+    storage: &Storage,
+    appends: usize,
+    batch: impl Fn(&str, usize, i16) -> Bytes,
+) {
     let mut pending = Vec::new();
     for n in 0..appends {
         for stream in STREAMS {
