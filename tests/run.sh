@@ -7,7 +7,11 @@ export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
 started=$(date +%s)
 step() { echo; echo "==> $* ($(( $(date +%s) - started ))s)"; }
 
-step "installing build and test dependencies"
+# CI builds once from a clean checkout: incremental caches would only cost disk.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+free_disk() { df -h "${CARGO_TARGET_DIR:-$PWD}" | awk 'NR==2 {print $4 " free on " $6}'; }
+
+step "installing build and test dependencies ($(free_disk))"
 scripts/install-deps.sh
 OXIA_BIN="$(scripts/install-oxia.sh | tail -n 1)"
 export OXIA_BIN
@@ -19,10 +23,10 @@ step "format and lint"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "rust unit, conformance and integration tests"
+step "rust unit, conformance and integration tests ($(free_disk))"
 cargo test --workspace --locked
 
-step "end-to-end tests with real clients against real broker processes"
+step "end-to-end tests with real clients against real broker processes ($(free_disk))"
 cargo build -p broker -p compactor --locked
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 export BROKER_BIN="$target_dir/debug/broker" COMPACTOR_BIN="$target_dir/debug/compactor"
