@@ -89,107 +89,201 @@ fn uniform(
     members: &BTreeMap<String, MemberSpec>,
     topics: &TopicsMeta,
 ) -> BTreeMap<String, Assignment> {
-    let by_id: BTreeMap<Uuid, (&str, i32)> = topics
+    // Members by index (in id order, which breaks ties), and for each topic which of them
+    // subscribe to it: the loops below then compare integers instead of looking up names.
+    let specs: Vec<&MemberSpec> = members.values().collect();
+    let counts: BTreeMap<Uuid, i32> = topics.values().map(|t| (t.id, t.partitions)).collect();
+    let subscribers: BTreeMap<Uuid, Vec<bool>> = topics
         .values()
-        .map(|t| (t.id, (t.name.as_str(), t.partitions)))
-        .collect();
-    let eligible = |member: &str, topic: &Uuid| -> bool {
-        by_id.get(topic).is_some_and(|(name, _)| {
-            members
-                .get(member)
-                .is_some_and(|m| m.subscribed.contains(*name))
+        .map(|t| {
+            let flags = specs
+                .iter()
+                .map(|m| m.subscribed.contains(&t.name))
+                .collect();
+            (t.id, flags)
         })
-    };
-    let mut out: BTreeMap<String, Assignment> = members
-        .keys()
-        .map(|id| (id.clone(), Assignment::new()))
         .collect();
+    let eligible = Eligible(&subscribers);
+    let mut out: Vec<Assignment> = vec![Assignment::new(); specs.len()];
     // Keep what members had, if it is still valid and not claimed twice.
     let mut taken: BTreeSet<(Uuid, i32)> = BTreeSet::new();
-    for (member, spec) in members {
+    for (member, spec) in specs.iter().enumerate() {
         for (topic, partitions) in &spec.current {
-            let Some(&(_, count)) = by_id.get(topic) else {
+            let Some(&count) = counts.get(topic) else {
                 continue;
             };
-            if !eligible(member, topic) {
+            if !eligible.check(member, topic) {
                 continue;
             }
             for &partition in partitions {
                 if partition < count && taken.insert((*topic, partition)) {
-                    insert(out.entry(member.clone()).or_default(), *topic, partition);
+                    insert(&mut out[member], *topic, partition);
                 }
             }
         }
     }
-    let mut loads: BTreeMap<String, usize> = out
-        .iter()
-        .map(|(id, a)| (id.clone(), partition_count(a)))
-        .collect();
+    let mut loads: Vec<usize> = out.iter().map(partition_count).collect();
     // Hand out the rest, each to the least loaded eligible member.
-    for (topic, &(_, count)) in &by_id {
+    for (topic, &count) in &counts {
+        let Some(flags) = subscribers.get(topic) else {
+            continue;
+        };
         for partition in 0..count {
             if taken.contains(&(*topic, partition)) {
                 continue;
             }
-            let least = loads
-                .iter()
-                .filter(|(id, _)| eligible(id, topic))
-                .min_by_key(|(id, load)| (**load, (*id).clone()))
-                .map(|(id, _)| id.clone());
+            let least = (0..specs.len())
+                .filter(|m| flags[*m])
+                .min_by_key(|m| (loads[*m], *m));
             if let Some(member) = least {
-                insert(out.entry(member.clone()).or_default(), *topic, partition);
-                *loads.entry(member).or_default() += 1;
+                insert(&mut out[member], *topic, partition);
+                loads[member] += 1;
                 taken.insert((*topic, partition));
             }
         }
     }
-    // Move partitions from the most to the least loaded members until no move helps. Each
-    // move lowers the sum of squared loads, so this ends; the bound is a guard.
-    let moves_max = taken.len() * members.len().max(1);
-    for _ in 0..moves_max {
-        let Some(step) = best_move(&out, &loads, &eligible) else {
-            break;
-        };
-        let (from, to, topic, partition) = step;
-        if let Some(partitions) = out.get_mut(&from).and_then(|a| a.get_mut(&topic)) {
-            partitions.remove(&partition);
-            if partitions.is_empty() {
-                out.get_mut(&from).map(|a| a.remove(&topic));
-            }
-        }
-        insert(out.entry(to.clone()).or_default(), topic, partition);
-        *loads.entry(from).or_default() -= 1;
-        *loads.entry(to).or_default() += 1;
+    balance(&mut out, &mut loads, &eligible);
+    members.keys().cloned().zip(out).collect()
+}
+
+/// Which members (by index) subscribe to each topic.
+struct Eligible<'a>(&'a BTreeMap<Uuid, Vec<bool>>);
+
+impl Eligible<'_> {
+    fn check(&self, member: usize, topic: &Uuid) -> bool {
+        self.0
+            .get(topic)
+            .is_some_and(|flags| flags.get(member).copied().unwrap_or(false))
     }
-    out
+}
+
+/// One partition handed from one member to another.
+type Move = (usize, usize, Uuid, i32);
+
+/// Moves partitions from more to less loaded members until no member could give one to a
+/// member with at least two fewer, directly or through a chain of members (A gives a `t`
+/// partition to B, which gives a `u` partition to C) when subscriptions differ. Each step
+/// lowers the sum of squared loads, so this ends; with no such chain left the loads are as
+/// even as the subscriptions allow. The search is bounded by a work budget so that a huge
+/// group with odd subscriptions cannot stall its coordinator; past it the result stays valid,
+/// only less even.
+fn balance(out: &mut [Assignment], loads: &mut [usize], eligible: &Eligible) {
+    let mut budget = BALANCE_BUDGET;
+    loop {
+        let chain = match direct_move(out, loads, eligible, &mut budget) {
+            Some(step) => vec![step],
+            None => match chain_move(out, loads, eligible, &mut budget) {
+                Some(chain) => chain,
+                None => return,
+            },
+        };
+        for (from, to, topic, partition) in chain {
+            if let Some(partitions) = out[from].get_mut(&topic) {
+                partitions.remove(&partition);
+                if partitions.is_empty() {
+                    out[from].remove(&topic);
+                }
+            }
+            insert(&mut out[to], topic, partition);
+            loads[from] -= 1;
+            loads[to] += 1;
+        }
+    }
+}
+
+/// Member pairs a balancing pass may examine: tens of milliseconds at most.
+const BALANCE_BUDGET: usize = 1_000_000;
+
+/// Spends one unit of `budget`; false once it is gone.
+fn spend(budget: &mut usize) -> bool {
+    if *budget == 0 {
+        return false;
+    }
+    *budget -= 1;
+    true
+}
+
+/// The partition `owned` gives away to `taker`: its highest of the highest topic the taker
+/// subscribes to, so that the low ones stay put.
+fn giveable(owned: &Assignment, taker: usize, eligible: &Eligible) -> Option<(Uuid, i32)> {
+    owned.iter().rev().find_map(|(topic, partitions)| {
+        if !eligible.check(taker, topic) {
+            return None;
+        }
+        partitions.iter().next_back().map(|p| (*topic, *p))
+    })
+}
+
+/// Members from most to least loaded (ties by index).
+fn by_load_desc(loads: &[usize]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..loads.len()).collect();
+    order.sort_by(|a, b| loads[*b].cmp(&loads[*a]).then(a.cmp(b)));
+    order
 }
 
 /// A partition of a most-loaded member that a member with at least two fewer can take.
-fn best_move(
-    out: &BTreeMap<String, Assignment>,
-    loads: &BTreeMap<String, usize>,
-    eligible: &impl Fn(&str, &Uuid) -> bool,
-) -> Option<(String, String, Uuid, i32)> {
-    let mut donors: Vec<(&String, usize)> = loads.iter().map(|(id, l)| (id, *l)).collect();
-    donors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let mut takers = donors.clone();
-    takers.reverse();
-    for (donor, donor_load) in &donors {
-        for (taker, taker_load) in &takers {
-            if taker_load + 2 > *donor_load {
+fn direct_move(
+    out: &[Assignment],
+    loads: &[usize],
+    eligible: &Eligible,
+    budget: &mut usize,
+) -> Option<Move> {
+    let donors = by_load_desc(loads);
+    for &donor in &donors {
+        for &taker in donors.iter().rev() {
+            if loads[taker] + 2 > loads[donor] || !spend(budget) {
                 break;
             }
-            // The highest partition moves, so the low ones stay put.
-            let Some(owned) = out.get(*donor) else {
-                continue;
-            };
-            for (topic, partitions) in owned.iter().rev() {
-                if !eligible(taker, topic) {
+            if let Some((topic, partition)) = giveable(&out[donor], taker, eligible) {
+                return Some((donor, taker, topic, partition));
+            }
+        }
+    }
+    None
+}
+
+/// The shortest chain of moves from a member to one with at least two fewer partitions, each
+/// member in it giving one partition to the next (breadth-first from the most loaded).
+fn chain_move(
+    out: &[Assignment],
+    loads: &[usize],
+    eligible: &Eligible,
+    budget: &mut usize,
+) -> Option<Vec<Move>> {
+    let least = loads.iter().copied().min()?;
+    for donor in by_load_desc(loads) {
+        if loads[donor] < least + 2 {
+            break;
+        }
+        // For each member reached: who gave to it, and which partition.
+        let mut reached: Vec<Option<Option<(usize, Uuid, i32)>>> = vec![None; loads.len()];
+        reached[donor] = Some(None);
+        let mut queue = std::collections::VecDeque::from([donor]);
+        while let Some(giver) = queue.pop_front() {
+            for taker in 0..loads.len() {
+                if reached[taker].is_some() {
                     continue;
                 }
-                if let Some(&partition) = partitions.iter().next_back() {
-                    return Some(((*donor).clone(), (*taker).clone(), *topic, partition));
+                if !spend(budget) {
+                    return None;
                 }
+                let Some((topic, partition)) = giveable(&out[giver], taker, eligible) else {
+                    continue;
+                };
+                reached[taker] = Some(Some((giver, topic, partition)));
+                if loads[taker] + 2 <= loads[donor] {
+                    let mut chain = Vec::new();
+                    let mut at = taker;
+                    while let Some(Some((from, topic, partition))) = reached[at] {
+                        chain.push((from, at, topic, partition));
+                        at = from;
+                    }
+                    // Each member gives a partition it held before the chain, so the order of
+                    // the moves does not matter; donor first reads best in logs.
+                    chain.reverse();
+                    return Some(chain);
+                }
+                queue.push_back(taker);
             }
         }
     }
@@ -312,6 +406,134 @@ mod tests {
             out["a"],
             [(Uuid::from_u128(1), BTreeSet::from([0, 1]))].into()
         );
+    }
+
+    #[test]
+    fn uniform_balances_through_a_chain_when_subscriptions_differ() {
+        // x{t} holds four, y{t,u} three, z{u} two: no direct move helps (x cannot give to z,
+        // y has only one more than z), but x -> y -> z evens it out.
+        let topics: TopicsMeta = [topic("t", 1, 4), topic("u", 2, 5)].into();
+        let (t, u) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let held = |topic: Uuid, ps: &[i32]| -> Assignment {
+            [(topic, ps.iter().copied().collect())].into()
+        };
+        let mut specs = BTreeMap::new();
+        specs.insert("x".to_string(), spec(&["t"], &held(t, &[0, 1, 2, 3])));
+        specs.insert("y".to_string(), spec(&["t", "u"], &held(u, &[0, 1, 2])));
+        specs.insert("z".to_string(), spec(&["u"], &held(u, &[3, 4])));
+        let out = Assignor::Uniform.assign(&specs, &topics);
+        assert_eq!(loads(&out), vec![3, 3, 3]);
+        assert_eq!(owners(&out).len(), 9);
+        let moved = |m: &str, before: &Assignment| {
+            before
+                .iter()
+                .flat_map(|(t, ps)| ps.iter().map(move |p| (*t, *p)))
+                .filter(|(t, p)| !out[m].get(t).is_some_and(|a| a.contains(p)))
+                .count()
+        };
+        assert_eq!(moved("x", &held(t, &[0, 1, 2, 3])), 1, "x gives one");
+        assert_eq!(moved("y", &held(u, &[0, 1, 2])), 1, "y passes one on");
+        assert_eq!(moved("z", &held(u, &[3, 4])), 0, "z keeps its own");
+    }
+
+    /// The least sum of squared loads any valid assignment reaches, by trying them all.
+    fn best_sum_of_squares(eligible: &[Vec<usize>], loads: &mut Vec<usize>, at: usize) -> usize {
+        if at == eligible.len() {
+            return loads.iter().map(|l| l * l).sum();
+        }
+        if eligible[at].is_empty() {
+            return best_sum_of_squares(eligible, loads, at + 1);
+        }
+        let mut best = usize::MAX;
+        for &m in &eligible[at] {
+            loads[m] += 1;
+            best = best.min(best_sum_of_squares(eligible, loads, at + 1));
+            loads[m] -= 1;
+        }
+        best
+    }
+
+    #[test]
+    fn uniform_is_as_even_as_any_assignment_for_mixed_subscriptions() {
+        // Small random groups (three topics, up to four members with random subscriptions and
+        // random sticky holdings), checked against every possible assignment.
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((seed >> 33) % n) as usize
+        };
+        let names = ["t", "u", "v"];
+        for case in 0..400 {
+            let counts: Vec<i32> = (0..3).map(|_| next(3) as i32).collect();
+            let topics: TopicsMeta = names
+                .iter()
+                .zip(&counts)
+                .enumerate()
+                .map(|(i, (n, c))| topic(n, i as u128 + 1, *c))
+                .collect();
+            let member_count = 1 + next(4);
+            let mut specs = BTreeMap::new();
+            for m in 0..member_count {
+                let subscribed: Vec<&str> = names.iter().copied().filter(|_| next(3) > 0).collect();
+                let mut current = Assignment::new();
+                for (i, c) in counts.iter().enumerate() {
+                    for p in 0..*c {
+                        if next(member_count as u64) == m {
+                            insert(&mut current, Uuid::from_u128(i as u128 + 1), p);
+                        }
+                    }
+                }
+                specs.insert(format!("m{m}"), spec(&subscribed, &current));
+            }
+            let out = Assignor::Uniform.assign(&specs, &topics);
+            let ids: Vec<&String> = specs.keys().collect();
+            let mut eligible = Vec::new();
+            for (i, (name, c)) in names.iter().zip(&counts).enumerate() {
+                for p in 0..*c {
+                    let can: Vec<usize> = (0..ids.len())
+                        .filter(|m| specs[ids[*m]].subscribed.contains(*name))
+                        .collect();
+                    let owner = owners(&out)
+                        .get(&(Uuid::from_u128(i as u128 + 1), p))
+                        .cloned();
+                    match owner {
+                        Some(o) => assert!(specs[&o].subscribed.contains(*name), "case {case}"),
+                        None => assert!(can.is_empty(), "case {case}: {name}-{p} unassigned"),
+                    }
+                    eligible.push(can);
+                }
+            }
+            let ours: usize = loads(&out).iter().map(|l| l * l).sum();
+            let best = best_sum_of_squares(&eligible, &mut vec![0; ids.len()], 0);
+            assert_eq!(ours, best, "case {case}: {specs:?} -> {out:?}");
+        }
+    }
+
+    #[test]
+    fn uniform_assigns_a_large_mixed_group_completely() {
+        // 1,000 members, each on 2 of 50 topics: the chain search is bounded, every partition
+        // still goes to a subscriber.
+        let topics: TopicsMeta = (0..50)
+            .map(|i| topic(&format!("t{i}"), i as u128 + 1, 20))
+            .collect();
+        let specs: BTreeMap<String, MemberSpec> = (0..1000)
+            .map(|m| {
+                let subscribed = [format!("t{}", m % 50), format!("t{}", (m * 7 + 3) % 50)];
+                let refs: Vec<&str> = subscribed.iter().map(String::as_str).collect();
+                (format!("m{m:04}"), spec(&refs, &Assignment::new()))
+            })
+            .collect();
+        let out = Assignor::Uniform.assign(&specs, &topics);
+        let owned = owners(&out);
+        assert_eq!(owned.len(), 1000);
+        let by_id: BTreeMap<Uuid, &str> =
+            topics.values().map(|t| (t.id, t.name.as_str())).collect();
+        for ((topic, _), member) in &owned {
+            assert!(specs[member].subscribed.contains(by_id[topic]));
+        }
+        assert!(loads(&out).iter().all(|l| *l <= 2), "{:?}", loads(&out));
     }
 
     #[test]
