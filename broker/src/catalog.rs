@@ -5,6 +5,7 @@
 //! writes and by the store's change notifications.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -54,6 +55,9 @@ pub enum CatalogError {
 pub struct Catalog {
     meta: Arc<dyn MetaStore>,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
+    /// Changes whenever the set of topic names does (changed under the write lock), so that
+    /// regex subscriptions know when to match again without listing the names.
+    names_generation: AtomicU64,
 }
 
 impl Catalog {
@@ -62,6 +66,7 @@ impl Catalog {
         let catalog = Arc::new(Catalog {
             meta: meta.clone(),
             topics: RwLock::new(HashMap::new()),
+            names_generation: AtomicU64::new(0),
         });
         // Subscribe before the scan so that no change falls between the two.
         let notifications = meta.notifications().await?;
@@ -98,7 +103,9 @@ impl Catalog {
                 _ => break,
             }
         }
-        *self.write_lock() = loaded;
+        let mut topics = self.write_lock();
+        *topics = loaded;
+        self.names_generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -113,7 +120,7 @@ impl Catalog {
             }
             Notification::KeyDeleted { key } => {
                 if let Some(name) = key.strip_prefix(TOPICS_PREFIX) {
-                    self.write_lock().remove(name);
+                    self.forget(name);
                 }
             }
             Notification::KeyRangeDeleted { .. } => {
@@ -137,7 +144,7 @@ impl Catalog {
                 Ok(Some(self.remember(topic)))
             }
             None => {
-                self.write_lock().remove(name);
+                self.forget(name);
                 Ok(None)
             }
         }
@@ -158,10 +165,31 @@ impl Catalog {
         match topics.get(&topic.name) {
             Some(cached) if cached.version_id > topic.version_id => cached.clone(),
             _ => {
-                topics.insert(topic.name.clone(), topic.clone());
+                if topics.insert(topic.name.clone(), topic.clone()).is_none() {
+                    self.names_generation.fetch_add(1, Ordering::AcqRel);
+                }
                 topic
             }
         }
+    }
+
+    fn forget(&self, name: &str) {
+        let mut topics = self.write_lock();
+        if topics.remove(name).is_some() {
+            self.names_generation.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// A number that changes whenever a topic name appears or goes.
+    pub fn names_generation(&self) -> u64 {
+        self.names_generation.load(Ordering::Acquire)
+    }
+
+    /// Every topic name, with the [`Self::names_generation`] they belong to.
+    pub fn names(&self) -> (u64, Vec<String>) {
+        let topics = self.read_lock();
+        let generation = self.names_generation.load(Ordering::Acquire);
+        (generation, topics.keys().cloned().collect())
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
@@ -250,7 +278,7 @@ impl Catalog {
                 }
                 Err(MetaError::UnexpectedVersion) => continue,
                 Err(MetaError::KeyNotFound) => {
-                    self.write_lock().remove(name);
+                    self.forget(name);
                     return Err(CatalogError::NotFound(name.to_string()));
                 }
                 Err(e) => return Err(e.into()),
@@ -272,13 +300,13 @@ impl Catalog {
                 .await
             {
                 Ok(()) => {
-                    self.write_lock().remove(name);
+                    self.forget(name);
                     tracing::info!(topic = name, id = %current.record.id, "topic deleted");
                     return Ok(current);
                 }
                 Err(MetaError::UnexpectedVersion) => continue,
                 Err(MetaError::KeyNotFound) => {
-                    self.write_lock().remove(name);
+                    self.forget(name);
                     return Err(CatalogError::NotFound(name.to_string()));
                 }
                 Err(e) => return Err(e.into()),
@@ -320,4 +348,30 @@ fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storage::meta::{EmbeddedMetaStore, MetaOptions};
+
+    #[tokio::test]
+    async fn names_generation_changes_exactly_when_a_name_appears_or_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = EmbeddedMetaStore::open_in_dir(dir.path(), MetaOptions::default())
+            .await
+            .unwrap();
+        let catalog = Catalog::open(Arc::new(meta)).await.unwrap();
+        let start = catalog.names_generation();
+        catalog.create("a", 1, BTreeMap::new()).await.unwrap();
+        let created = catalog.names_generation();
+        assert_ne!(created, start);
+        assert_eq!(catalog.names(), (created, vec!["a".to_string()]));
+        // A new version of a known topic is not a new name.
+        catalog.refresh("a").await.unwrap();
+        assert_eq!(catalog.names_generation(), created);
+        catalog.delete("a").await.unwrap();
+        assert_ne!(catalog.names_generation(), created);
+        assert!(catalog.names().1.is_empty());
+    }
 }

@@ -96,10 +96,13 @@ impl TopicSource for CatalogTopics<'_> {
     }
 
     fn matching(&self, pattern: &str) -> Result<Arc<BTreeSet<String>>, TopicRegexError> {
-        let names = self.names.get_or_init(|| {
-            TopicNames::new(self.catalog.list().iter().map(|t| t.name.clone()).collect())
-        });
-        self.regexes.matching(pattern, names)
+        self.regexes
+            .matching(pattern, self.catalog.names_generation(), || {
+                self.names.get_or_init(|| {
+                    let (generation, names) = self.catalog.names();
+                    TopicNames::new(generation, names)
+                })
+            })
     }
 }
 

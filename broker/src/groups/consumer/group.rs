@@ -348,11 +348,27 @@ impl ConsumerGroup {
                         );
                         Arc::default()
                     });
+                    // The same bound as on subscribed names: the first ones by name are kept.
+                    let max = self.config.subscribed_topics_max;
+                    let matched = if matched.len() > max {
+                        Arc::new(matched.iter().take(max).cloned().collect())
+                    } else {
+                        matched
+                    };
                     resolved.insert(pattern.clone(), matched.clone());
                     matched
                 }
             };
             if *matched != member.regex_topics {
+                if matched.len() >= self.config.subscribed_topics_max {
+                    tracing::warn!(
+                        group = %self.group_id,
+                        member = %member.member_id,
+                        %pattern,
+                        subscribed_topics_max = self.config.subscribed_topics_max,
+                        "subscription regex matches too many topics, only the first are assigned"
+                    );
+                }
                 tracing::debug!(
                     group = %self.group_id,
                     member = %member.member_id,

@@ -414,6 +414,23 @@ fn topic_created_later_that_matches_is_assigned_at_the_next_heartbeat_and_droppe
 }
 
 #[test]
+fn regex_matches_beyond_subscribed_topics_max_are_not_assigned() {
+    let catalog = Catalog::of(&[("r-a", 1, 1), ("r-b", 2, 1), ("r-c", 3, 1)]);
+    let mut g = ConsumerGroup::new(
+        "g",
+        ConsumerGroupConfig {
+            subscribed_topics_max: 2,
+            ..config()
+        },
+    );
+    let a = g
+        .heartbeat(join_regex("a", None, "r-.*"), &catalog, 0)
+        .unwrap();
+    assert_eq!(by_topic(&a), BTreeMap::from([(1, vec![0]), (2, vec![0])]));
+    assert!(g.is_subscribed_to("r-b") && !g.is_subscribed_to("r-c"));
+}
+
+#[test]
 fn topic_names_and_regex_are_united() {
     let catalog = Catalog::of(&[("t", 1, 1), ("r-a", 2, 1), ("r-b", 3, 1), ("u", 4, 1)]);
     let mut g = group();

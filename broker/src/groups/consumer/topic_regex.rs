@@ -1,11 +1,10 @@
 //! Subscriptions by regular expression (KIP-848 `SubscribedTopicRegex`): a pattern matches a
 //! topic when it matches the whole name, as RE2J's `matches()` does for Kafka. Compiled
 //! patterns and what they matched are cached per pattern and reused until the set of topic
-//! names changes, so a heartbeat does not run every regex over every topic.
+//! names changes (the catalog's names generation), so a heartbeat neither lists the topics nor
+//! runs every regex over them.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use regex::{Regex, RegexBuilder};
@@ -46,33 +45,24 @@ fn build(pattern: &str) -> Result<Regex, TopicRegexError> {
         .build()?)
 }
 
-/// The names of every existing topic at one moment, with a fingerprint of the set.
+/// The topic names at one generation of the catalog.
 #[derive(Debug, Clone)]
 pub struct TopicNames {
-    fingerprint: u64,
+    generation: u64,
     names: Vec<String>,
 }
 
 impl TopicNames {
-    pub fn new(mut names: Vec<String>) -> TopicNames {
+    pub fn new(generation: u64, mut names: Vec<String>) -> TopicNames {
         names.sort_unstable();
         names.dedup();
-        let mut hasher = DefaultHasher::new();
-        names.hash(&mut hasher);
-        TopicNames {
-            fingerprint: hasher.finish(),
-            names,
-        }
-    }
-
-    pub fn fingerprint(&self) -> u64 {
-        self.fingerprint
+        TopicNames { generation, names }
     }
 }
 
 struct Entry {
     regex: Regex,
-    /// What the pattern matched, and the fingerprint of the names it was matched against.
+    /// What the pattern matched, and the generation of the names it was matched against.
     matched: Option<(u64, Arc<BTreeSet<String>>)>,
     last_used: u64,
 }
@@ -103,12 +93,14 @@ impl RegexCache {
         }
     }
 
-    /// The names in `topics` that `pattern` matches; matched again only when the names have
-    /// changed since this pattern was last resolved.
-    pub fn matching(
+    /// The topic names that `pattern` matches, at names generation `generation`; `topics`
+    /// lists them, and is called only when the names have changed since this pattern was last
+    /// resolved.
+    pub fn matching<'n>(
         &self,
         pattern: &str,
-        topics: &TopicNames,
+        generation: u64,
+        topics: impl FnOnce() -> &'n TopicNames,
     ) -> Result<Arc<BTreeSet<String>>, TopicRegexError> {
         let cached = {
             let mut entries = self.lock();
@@ -117,9 +109,7 @@ impl RegexCache {
             entries.by_pattern.get_mut(pattern).map(|entry| {
                 entry.last_used = uses;
                 match &entry.matched {
-                    Some((fingerprint, matched)) if *fingerprint == topics.fingerprint => {
-                        Ok(matched.clone())
-                    }
+                    Some((matched_at, matched)) if *matched_at == generation => Ok(matched.clone()),
                     _ => Err(entry.regex.clone()),
                 }
             })
@@ -130,6 +120,7 @@ impl RegexCache {
             Some(Err(regex)) => regex,
             None => compile(pattern)?,
         };
+        let topics = topics();
         let matched: Arc<BTreeSet<String>> = Arc::new(
             topics
                 .names
@@ -156,7 +147,7 @@ impl RegexCache {
             pattern.to_string(),
             Entry {
                 regex,
-                matched: Some((topics.fingerprint, matched.clone())),
+                matched: Some((topics.generation, matched.clone())),
                 last_used,
             },
         );
@@ -183,13 +174,13 @@ impl RegexCache {
 mod tests {
     use super::*;
 
-    fn names(names: &[&str]) -> TopicNames {
-        TopicNames::new(names.iter().map(|n| n.to_string()).collect())
+    fn names(generation: u64, names: &[&str]) -> TopicNames {
+        TopicNames::new(generation, names.iter().map(|n| n.to_string()).collect())
     }
 
     fn matched(cache: &RegexCache, pattern: &str, topics: &TopicNames) -> Vec<String> {
         cache
-            .matching(pattern, topics)
+            .matching(pattern, topics.generation, || topics)
             .unwrap()
             .iter()
             .cloned()
@@ -240,9 +231,11 @@ mod tests {
     #[test]
     fn matches_are_reused_until_the_topic_names_change() {
         let cache = RegexCache::default();
-        let before = names(&["r-1", "r-2", "other"]);
-        let first = cache.matching("r-.*", &before).unwrap();
-        let again = cache.matching("r-.*", &before).unwrap();
+        let before = names(1, &["r-1", "r-2", "other"]);
+        let first = cache.matching("r-.*", 1, || &before).unwrap();
+        let again = cache
+            .matching("r-.*", 1, || panic!("names listed again without a change"))
+            .unwrap();
         assert!(
             Arc::ptr_eq(&first, &again),
             "matched again without a change"
@@ -251,20 +244,19 @@ mod tests {
             *first,
             BTreeSet::from(["r-1".to_string(), "r-2".to_string()])
         );
-        let created = names(&["r-1", "r-2", "r-3", "other"]);
+        let created = names(2, &["r-1", "r-2", "r-3", "other"]);
         assert_eq!(matched(&cache, "r-.*", &created), ["r-1", "r-2", "r-3"]);
-        let deleted = names(&["r-2", "r-3", "other"]);
+        let deleted = names(3, &["r-2", "r-3", "other"]);
         assert_eq!(matched(&cache, "r-.*", &deleted), ["r-2", "r-3"]);
     }
 
     #[test]
     fn the_cache_keeps_at_most_its_limit_of_patterns_dropping_the_least_recently_used() {
         let cache = RegexCache::new(2);
-        let topics = names(&["a", "b", "c"]);
-        cache.matching("a", &topics).unwrap();
-        cache.matching("b", &topics).unwrap();
-        cache.matching("a", &topics).unwrap();
-        cache.matching("c", &topics).unwrap();
+        let topics = names(1, &["a", "b", "c"]);
+        for pattern in ["a", "b", "a", "c"] {
+            cache.matching(pattern, 1, || &topics).unwrap();
+        }
         assert_eq!(cache.len(), 2);
         let kept = cache
             .lock()
@@ -278,7 +270,8 @@ mod tests {
     #[test]
     fn invalid_patterns_are_not_cached() {
         let cache = RegexCache::default();
-        assert!(cache.matching("(", &names(&["a"])).is_err());
+        let topics = names(1, &["a"]);
+        assert!(cache.matching("(", 1, || &topics).is_err());
         assert!(cache.is_empty());
     }
 }
