@@ -439,6 +439,10 @@ impl Config {
             task_attempts_max: self.compaction_task_attempts_max,
             retry_backoff_ms: self.compaction_retry_backoff_ms,
             retry_backoff_max_ms: self.compaction_retry_backoff_max_ms,
+            local_folder: self
+                .object_store_url()
+                .ok()
+                .and_then(|url| storage::objects::local_folder(&url)),
             ..compactor::CompactorConfig::default()
         }
     }

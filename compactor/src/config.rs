@@ -28,6 +28,11 @@ pub struct CompactorConfig {
     pub retry_backoff_ms: u64,
     /// ...up to this cap.
     pub retry_backoff_max_ms: u64,
+    /// The object store's folder when it is a local one: upload staging files that killed
+    /// processes left there are swept (see `storage::objects::sweep_staging_files`).
+    pub local_folder: Option<std::path::PathBuf>,
+    /// A staging file unmodified this long belongs to a dead upload.
+    pub staging_idle_ms: u64,
 }
 
 impl Default for CompactorConfig {
@@ -46,6 +51,8 @@ impl Default for CompactorConfig {
             task_attempts_max: 5,
             retry_backoff_ms: 1_000,
             retry_backoff_max_ms: 300_000,
+            local_folder: None,
+            staging_idle_ms: 600_000,
         }
     }
 }

@@ -104,6 +104,7 @@ async fn main() -> anyhow::Result<()> {
         task_attempts_max: args.task_attempts_max,
         retry_backoff_ms: args.retry_backoff_ms,
         retry_backoff_max_ms: args.retry_backoff_max_ms,
+        local_folder: storage::objects::local_folder(&object_url),
         ..Default::default()
     };
     if args.list_tasks || args.retry_dead {

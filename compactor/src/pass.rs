@@ -1,6 +1,8 @@
 //! One full pass: become leader, compact every stream the WAL names, reclaim what is safe.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use object_store::ObjectStore;
 use storage::meta::MetaStore;
@@ -34,7 +36,12 @@ pub struct PassReport {
     pub tasks_dead: u64,
     /// Compacted files no index entry referenced, deleted this pass.
     pub orphans_deleted: u64,
+    /// Abandoned upload staging files removed from a local-folder store this pass.
+    pub staging_files_removed: u64,
 }
+
+/// How often a local folder is walked for abandoned staging files (a walk visits every file).
+const STAGING_SWEEP_INTERVAL_MS: u64 = 600_000;
 
 pub struct Compactor {
     objects: Arc<dyn ObjectStore>,
@@ -45,6 +52,8 @@ pub struct Compactor {
     clock: Arc<dyn Clock>,
     /// Shared by every worker of every pass.
     throttle: ReadThrottle,
+    /// When the local folder was last swept for staging files (0: not yet).
+    staging_swept_ms: AtomicU64,
 }
 
 impl Compactor {
@@ -64,6 +73,7 @@ impl Compactor {
             owner,
             clock: Arc::new(SystemClock),
             throttle,
+            staging_swept_ms: AtomicU64::new(0),
         }
     }
 
@@ -98,6 +108,46 @@ impl Compactor {
             tokio::select! {
                 _ = &mut shutdown => return,
                 _ = tokio::time::sleep(std::time::Duration::from_millis(self.config.interval_ms)) => {}
+            }
+        }
+    }
+
+    /// Removes upload staging files left in a local-folder store by killed processes, at most
+    /// once per [`STAGING_SWEEP_INTERVAL_MS`]; how many. Failures are logged, not fatal: the
+    /// files only take space.
+    async fn sweep_staging_files(&self) -> u64 {
+        let Some(folder) = self.config.local_folder.clone() else {
+            return 0;
+        };
+        let now_ms = self.clock.now_ms();
+        let last_ms = self.staging_swept_ms.load(Ordering::Acquire);
+        if last_ms != 0 && now_ms.saturating_sub(last_ms) < STAGING_SWEEP_INTERVAL_MS {
+            return 0;
+        }
+        self.staging_swept_ms
+            .store(now_ms.max(1), Ordering::Release);
+        let idle_for = Duration::from_millis(self.config.staging_idle_ms);
+        let walk = tokio::task::spawn_blocking(move || {
+            storage::objects::sweep_staging_files(&folder, idle_for)
+        });
+        match walk.await {
+            Ok(Ok(sweep)) => {
+                if sweep.files_removed > 0 {
+                    tracing::info!(
+                        files = sweep.files_removed,
+                        bytes = sweep.bytes_removed,
+                        "removed abandoned upload staging files"
+                    );
+                }
+                sweep.files_removed
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "cannot sweep upload staging files");
+                0
+            }
+            Err(error) => {
+                tracing::warn!(%error, "staging file sweep failed");
+                0
             }
         }
     }
@@ -137,6 +187,7 @@ impl Compactor {
             config: &self.config,
         };
         report.wal_objects_deleted = reclaimer.run(&wal, self.clock.now_ms()).await?;
+        report.staging_files_removed = self.sweep_staging_files().await;
         Ok(())
     }
 }

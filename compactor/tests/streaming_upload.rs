@@ -409,3 +409,68 @@ async fn a_part_failing_mid_upload_leaves_no_file_behind_in_a_local_folder() {
     let (env, stats) = local_env().await;
     failed_part_then_retry(env, stats, true).await;
 }
+
+/// Files under `root` whose names end in `#<digits>` (object_store's upload staging files).
+fn staging_files(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.to_string_lossy().rsplit_once('#').is_some() {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_abandoned_by_a_killed_process_is_swept_from_a_local_folder() {
+    let (env, _stats) = local_env().await;
+    let root = env.dir.path().join("objects");
+    // A process killed mid-upload neither completes nor aborts: forgetting the upload leaves
+    // its staging file exactly as a SIGKILL would.
+    let mut upload = env
+        .objects
+        .put_multipart(&Path::from("compacted/aa11-0/dead.parquet"))
+        .await
+        .unwrap();
+    upload
+        .put_part(PutPayload::from(vec![7u8; 1 << 20]))
+        .await
+        .unwrap();
+    std::mem::forget(upload);
+    let left = staging_files(&root);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        keys(&env.objects, "compacted/").await.is_empty(),
+        "listings hide it"
+    );
+
+    // A fresh one is left alone (an upload might still be writing it)...
+    let config = |idle_ms| CompactorConfig {
+        local_folder: Some(root.clone()),
+        staging_idle_ms: idle_ms,
+        ..CompactorConfig::default()
+    };
+    let patient = Compactor::new(
+        env.objects.clone(),
+        env.meta.clone(),
+        env.meta.clone(),
+        config(600_000),
+    );
+    assert_eq!(patient.run_once().await.unwrap().staging_files_removed, 0);
+    assert_eq!(staging_files(&root), left);
+    // ...and an idle one goes.
+    let sweeper = Compactor::new(
+        env.objects.clone(),
+        env.meta.clone(),
+        env.meta.clone(),
+        config(0),
+    );
+    assert_eq!(sweeper.run_once().await.unwrap().staging_files_removed, 1);
+    assert!(staging_files(&root).is_empty());
+}

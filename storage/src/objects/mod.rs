@@ -10,6 +10,7 @@ mod failing;
 mod open;
 mod operation;
 mod slow;
+mod staging;
 
 pub use counting::{CountingObjectStore, OperationCounts};
 pub use error::ObjectsError;
@@ -17,3 +18,4 @@ pub use failing::{is_injected_fault, FailingObjectStore, FailureMode, InjectedFa
 pub use open::{open, open_with, OpenOptions};
 pub use operation::Operation;
 pub use slow::SlowObjectStore;
+pub use staging::{local_folder, sweep_staging_files, StagingSweep};
