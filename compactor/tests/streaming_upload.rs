@@ -451,26 +451,24 @@ async fn an_upload_abandoned_by_a_killed_process_is_swept_from_a_local_folder() 
     );
 
     // A fresh one is left alone (an upload might still be writing it)...
-    let config = |idle_ms| CompactorConfig {
-        local_folder: Some(root.clone()),
-        staging_idle_ms: idle_ms,
-        ..CompactorConfig::default()
+    let sweeping_after = |idle_ms| {
+        let config = CompactorConfig {
+            local_folder: Some(root.clone()),
+            staging_idle_ms: idle_ms,
+            ..CompactorConfig::default()
+        };
+        Compactor::new(
+            env.objects.clone(),
+            env.meta.clone(),
+            env.meta.clone(),
+            config,
+        )
     };
-    let patient = Compactor::new(
-        env.objects.clone(),
-        env.meta.clone(),
-        env.meta.clone(),
-        config(600_000),
-    );
+    let patient = sweeping_after(600_000);
     assert_eq!(patient.run_once().await.unwrap().staging_files_removed, 0);
     assert_eq!(staging_files(&root), left);
     // ...and an idle one goes.
-    let sweeper = Compactor::new(
-        env.objects.clone(),
-        env.meta.clone(),
-        env.meta.clone(),
-        config(0),
-    );
+    let sweeper = sweeping_after(0);
     assert_eq!(sweeper.run_once().await.unwrap().staging_files_removed, 1);
     assert!(staging_files(&root).is_empty());
 }
