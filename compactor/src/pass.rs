@@ -131,16 +131,8 @@ impl Compactor {
             storage::objects::sweep_staging_files(&folder, idle_for)
         });
         match walk.await {
-            Ok(Ok(sweep)) => {
-                if sweep.files_removed > 0 {
-                    tracing::info!(
-                        files = sweep.files_removed,
-                        bytes = sweep.bytes_removed,
-                        "removed abandoned upload staging files"
-                    );
-                }
-                sweep.files_removed
-            }
+            // Each removed file is logged by the sweep itself.
+            Ok(Ok(sweep)) => sweep.files_removed,
             Ok(Err(error)) => {
                 tracing::warn!(%error, "cannot sweep upload staging files");
                 0

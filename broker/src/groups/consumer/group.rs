@@ -366,7 +366,7 @@ impl ConsumerGroup {
                         member = %member.member_id,
                         %pattern,
                         subscribed_topics_max = self.config.subscribed_topics_max,
-                        "subscription regex matches too many topics, only the first are assigned"
+                        "subscription regex matches at least subscribed_topics_max topics, any beyond are not assigned"
                     );
                 }
                 tracing::debug!(
