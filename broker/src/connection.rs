@@ -1,5 +1,9 @@
-//! One client connection. Requests are read and handled concurrently (a slow Fetch does not
-//! hold up the next request), but responses leave in request order, as Kafka requires.
+//! One client connection. Kafka applies the requests of a connection strictly one after the
+//! other, and so do we, with one exception nobody can observe: consecutive Produce requests
+//! overlap their object writes and index commits, because their appends are submitted to
+//! storage in request order (see `sequencer`) before any of them waits for durability. Every
+//! other request waits until all earlier ones have taken effect, and holds back every later
+//! one until it has (see `docs/request-order.md`). Responses leave in request order.
 //!
 //! Limits: at most `max_inflight_requests` requests and `max_frame_bytes` request bytes are in
 //! flight per connection; past either, reading pauses until earlier requests complete.
@@ -13,12 +17,33 @@ use protocol::codec::{self, RequestError};
 use protocol::frame::{self, FrameError};
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::context::Broker;
 use crate::handlers;
 use crate::sequencer::Sequencer;
+
+/// A request's place in the connection's order, held until its handler has returned.
+/// Produce requests share the order with each other; every other request has it alone.
+enum Turn {
+    Shared { _guard: OwnedRwLockReadGuard<()> },
+    Exclusive { _guard: OwnedRwLockWriteGuard<()> },
+}
+
+/// Waits, in request order, until `api_key` may start: a Produce once no earlier non-Produce
+/// request is running, any other request once every earlier request has finished.
+async fn take_turn(order: &Arc<RwLock<()>>, api_key: ApiKey) -> Turn {
+    if api_key == ApiKey::Produce {
+        Turn::Shared {
+            _guard: order.clone().read_owned().await,
+        }
+    } else {
+        Turn::Exclusive {
+            _guard: order.clone().write_owned().await,
+        }
+    }
+}
 
 /// What the writer does for one request, in order.
 enum Reply {
@@ -46,6 +71,8 @@ pub async fn serve(
     // Request bytes in flight; max_frame_bytes <= i32::MAX is checked by the config.
     let inflight_bytes = Arc::new(Semaphore::new(max_frame_bytes));
     let produce_order = Sequencer::default();
+    // Taken by the reader alone, one request at a time, so turns are granted in request order.
+    let order = Arc::new(RwLock::new(()));
 
     loop {
         let frame = tokio::select! {
@@ -74,12 +101,18 @@ pub async fn serve(
         };
         let reply = match codec::decode_request(frame) {
             Ok(request) => {
+                let turn = tokio::select! {
+                    turn = take_turn(&order, request.api_key) => turn,
+                    _ = shutdown.changed() => break,
+                };
                 let broker = broker.clone();
                 // Taken here, in request order, before the request runs on its own task.
                 let ticket = (request.api_key == ApiKey::Produce).then(|| produce_order.ticket());
                 tokio::spawn(async move {
                     let _permit = permit;
-                    respond(&broker, request, ticket, peer).await
+                    let reply = respond(&broker, request, ticket, peer).await;
+                    drop(turn);
+                    reply
                 })
             }
             Err(RequestError::UnsupportedVersion {
