@@ -336,7 +336,11 @@ async fn find_coordinator_names_this_broker_at_every_version_and_refuses_transac
             } else {
                 response.error_code
             };
-            assert_eq!(error, code(ResponseError::InvalidRequest), "v{version}");
+            assert_eq!(
+                error,
+                code(ResponseError::TransactionalIdAuthorizationFailed),
+                "v{version}"
+            );
         }
     }
 }

@@ -1,8 +1,10 @@
 //! FindCoordinator: the group's coordinator is chosen by `cluster::placement` over the live
 //! brokers (v4+ answers batched keys). Committed offsets and group records live in the
 //! MetaStore, so a coordinator change loses no committed offset.
-//! Transactions are not supported, so TRANSACTION keys get a non-retriable error at once
-//! instead of a retriable one a producer would wait on forever.
+//! Transactions are not supported, so TRANSACTION keys get TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+//! what Kafka answers a client it will not serve a transactional id: librdkafka and the Java
+//! client treat it as fatal and fail `init_transactions` at once, where any other error makes
+//! them retry the lookup until their timeout.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
@@ -68,7 +70,7 @@ fn coordinator(broker: &Broker, key_type: i8, key: StrBytes) -> Coordinator {
                 .with_error_message(None)
         }
         KEY_TYPE_TRANSACTION => refuse(
-            ResponseError::InvalidRequest,
+            ResponseError::TransactionalIdAuthorizationFailed,
             "transactions are not supported by this broker",
         ),
         _ => refuse(

@@ -9,7 +9,8 @@ import java.util.Properties;
 /**
  * Kafka test client driven by the e2e suite. Usage: {@code MODE --bootstrap B --topic T [--flag value]...}.
  * Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
- * describe-configs, create-partitions, delete-topic, group (a consumer group member), describe-group.
+ * describe-configs, create-partitions, delete-topic, group (a consumer group member), describe-group,
+ * commit-async (one commitAsync per record), init-transactions.
  * Every result is one JSON object per stdout line;
  * a failure prints {"error": "..."} and exits 1.
  */
@@ -34,6 +35,8 @@ public final class Main {
                 case "offsets" -> Consume.offsets(args);
                 case "group" -> Group.run(args);
                 case "describe-group" -> Group.describe(args);
+                case "commit-async" -> Ordering.commitAsync(args);
+                case "init-transactions" -> Transactions.init(args);
                 case "create-topic", "describe-topic", "describe-configs", "create-partitions", "delete-topic" ->
                     Admin.run(argv[0], args);
                 default -> fail("unknown mode " + argv[0]);
