@@ -6,6 +6,8 @@
 #   scripts/kafka-reference.sh start --dir DIR [--port 9092] [--controller-port 9093]
 #       format DIR once (kept across restarts) and run the broker in the foreground (exec java),
 #       so the caller's pid is the JVM's: SIGKILL/SIGTERM on it behave as on a real broker.
+#       KAFKA_REFERENCE_PROPERTIES="a=1;b=2" adds (or overrides) server properties, for tests
+#       that need a broker setting such as log.retention.check.interval.ms.
 #   scripts/kafka-reference.sh classpath
 #       print the classpath (for kafka-tools benchmarks: org.apache.kafka.tools.ProducerPerformance)
 set -euo pipefail
@@ -69,6 +71,9 @@ group.initial.rebalance.delay.ms=0
 # huge frame and never sends it must not exhaust the heap.
 queued.max.request.bytes=268435456
 PROPS
+  if [ -n "${KAFKA_REFERENCE_PROPERTIES:-}" ]; then
+    printf '%s\n' "$KAFKA_REFERENCE_PROPERTIES" | tr ';' '\n' >> "$dir/server.properties"
+  fi
 
   cat > "$dir/log4j2.properties" <<'LOG'
 status = error

@@ -172,6 +172,15 @@ pub struct Config {
     #[arg(long, env = "BROKER_COMPACTION_INTERVAL_MS", default_value_t = 10_000)]
     pub compaction_interval_ms: u64,
 
+    /// In-process compaction applies retention at most this often (Kafka's
+    /// `log.retention.check.interval.ms`).
+    #[arg(
+        long,
+        env = "BROKER_LOG_RETENTION_CHECK_INTERVAL_MS",
+        default_value_t = 300_000
+    )]
+    pub log_retention_check_interval_ms: u64,
+
     /// Uncompacted bytes of a stream range that make it due before its age does.
     #[arg(long, env = "BROKER_COMPACTION_MIN_BYTES", default_value_t = 8 << 20)]
     pub compaction_min_bytes: u64,
@@ -434,6 +443,7 @@ impl Config {
             min_age_ms: self.compaction_min_age_ms,
             grace_period_ms: self.compaction_grace_period_ms,
             interval_ms: self.compaction_interval_ms,
+            retention_check_interval_ms: self.log_retention_check_interval_ms,
             min_bytes: self.compaction_min_bytes,
             workers: self.compaction_workers,
             task_attempts_max: self.compaction_task_attempts_max,

@@ -22,6 +22,9 @@ pub struct CompactorConfig {
     pub compacted_prefix: String,
     /// Pause between passes when running as a service.
     pub interval_ms: u64,
+    /// A service applies retention at most this often (Kafka's
+    /// `log.retention.check.interval.ms`); `--once` always applies it.
+    pub retention_check_interval_ms: u64,
     /// A task that failed this many times becomes DEAD and is not retried automatically.
     pub task_attempts_max: u32,
     /// Wait before the first retry of a failed task; doubles with every further failure...
@@ -48,6 +51,7 @@ impl Default for CompactorConfig {
             wal_prefix: "wal".into(),
             compacted_prefix: "compacted".into(),
             interval_ms: 10_000,
+            retention_check_interval_ms: 300_000,
             task_attempts_max: 5,
             retry_backoff_ms: 1_000,
             retry_backoff_max_ms: 300_000,

@@ -33,6 +33,13 @@ struct Args {
     grace_period_ms: u64,
     #[arg(long, env = "COMPACTOR_INTERVAL_MS", default_value_t = 10_000)]
     interval_ms: u64,
+    /// Retention is applied at most this often (`--once` always applies it).
+    #[arg(
+        long,
+        env = "COMPACTOR_LOG_RETENTION_CHECK_INTERVAL_MS",
+        default_value_t = 300_000
+    )]
+    log_retention_check_interval_ms: u64,
     /// A task failing this many times becomes DEAD (not retried automatically).
     #[arg(long, env = "COMPACTOR_TASK_ATTEMPTS_MAX", default_value_t = 5)]
     task_attempts_max: u32,
@@ -101,6 +108,7 @@ async fn main() -> anyhow::Result<()> {
         workers: args.workers,
         grace_period_ms: args.grace_period_ms,
         interval_ms: args.interval_ms,
+        retention_check_interval_ms: args.log_retention_check_interval_ms,
         task_attempts_max: args.task_attempts_max,
         retry_backoff_ms: args.retry_backoff_ms,
         retry_backoff_max_ms: args.retry_backoff_max_ms,

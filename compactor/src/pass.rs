@@ -42,6 +42,9 @@ pub struct PassReport {
 
 /// How often a local folder is walked for abandoned staging files (a walk visits every file).
 const STAGING_SWEEP_INTERVAL_MS: u64 = 600_000;
+/// A service's first retention run comes this long after it starts, as Kafka's first check
+/// (`log.initial.task.delay.ms`), unless the check interval is shorter.
+const RETENTION_FIRST_CHECK_DELAY_MS: u64 = 30_000;
 
 pub struct Compactor {
     objects: Arc<dyn ObjectStore>,
@@ -83,25 +86,39 @@ impl Compactor {
         self
     }
 
+    /// One full pass, retention included.
     pub async fn run_once(&self) -> Result<PassReport, CompactorError> {
+        self.run_pass(true).await
+    }
+
+    async fn run_pass(&self, retention: bool) -> Result<PassReport, CompactorError> {
         let mut report = PassReport::default();
         if !leader::acquire(&self.coord_meta, &self.owner).await? {
             tracing::info!("another compactor is leader; skipping this pass");
             return Ok(report);
         }
         report.leader = true;
-        let result = self.pass(&mut report).await;
+        let result = self.pass(&mut report, retention).await;
         if let Err(e) = leader::release(&self.coord_meta, &self.owner).await {
             tracing::warn!(error = %e, "could not release leadership");
         }
         result.map(|()| report)
     }
 
-    /// Runs passes every `interval_ms` until `shutdown` resolves.
+    /// Runs passes every `interval_ms` until `shutdown` resolves; retention in those due by
+    /// `retention_check_interval_ms`.
     pub async fn run(&self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
+        let check_interval_ms = self.config.retention_check_interval_ms;
+        let mut retention_due_ms =
+            self.clock.now_ms() + RETENTION_FIRST_CHECK_DELAY_MS.min(check_interval_ms);
         loop {
-            match self.run_once().await {
+            let now_ms = self.clock.now_ms();
+            let retention = now_ms >= retention_due_ms;
+            if retention {
+                retention_due_ms = now_ms.saturating_add(check_interval_ms);
+            }
+            match self.run_pass(retention).await {
                 Ok(r) => tracing::debug!(?r, "compaction pass done"),
                 Err(e) => tracing::warn!(error = %e, "compaction pass failed"),
             }
@@ -144,7 +161,7 @@ impl Compactor {
         }
     }
 
-    async fn pass(&self, report: &mut PassReport) -> Result<(), CompactorError> {
+    async fn pass(&self, report: &mut PassReport, retention: bool) -> Result<(), CompactorError> {
         let wal = wal_scan::scan(&self.objects, &self.config.wal_prefix).await?;
         let mut streams: Vec<String> = wal.iter().flat_map(|o| o.streams.clone()).collect();
         streams.sort();
@@ -159,7 +176,10 @@ impl Compactor {
             throttle: &self.throttle,
         };
         // Retention first: entries it drops are not rewritten to Parquet only to be freed.
-        crate::retention::enforce(&self.index_meta, &self.coord_meta, self.clock.now_ms()).await;
+        if retention {
+            crate::retention::enforce(&self.index_meta, &self.coord_meta, self.clock.now_ms())
+                .await;
+        }
         scheduler.run(streams, report).await?;
         let sweeper = OrphanSweeper {
             objects: &self.objects,

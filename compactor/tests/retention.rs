@@ -74,7 +74,11 @@ async fn put_topic(env: &Env, name: &str, id: u128, configs: &[(&str, &str)]) ->
 }
 
 fn batch(n: usize) -> (Bytes, BatchMeta) {
-    let max_timestamp = OLD_MS + n as i64;
+    batch_at(n, OLD_MS + n as i64)
+}
+
+/// Batch `n` with every record at `max_timestamp`.
+fn batch_at(n: usize, max_timestamp: i64) -> (Bytes, BatchMeta) {
     let header = BatchHeader {
         base_offset: 0,
         partition_leader_epoch: 0,
@@ -194,11 +198,17 @@ async fn byte_retention_drops_raw_and_parquet_entries_and_their_objects() {
     let total = before.last().unwrap().1;
     let at_85 = before.iter().find(|r| r.0 == 85).unwrap().1;
     let limit = (total - at_85).to_string();
+    // One batch per Kafka segment, so that segments end where index entries do (Kafka would
+    // not take a segment.bytes this small from a client; the compactor reads what is stored).
     put_topic(
         &env,
         "sized",
         0xa1,
-        &[("retention.ms", "-1"), ("retention.bytes", limit.as_str())],
+        &[
+            ("retention.ms", "-1"),
+            ("retention.bytes", limit.as_str()),
+            ("segment.bytes", "1"),
+        ],
     )
     .await;
     pass(&env, not_compacting()).await;
@@ -316,4 +326,78 @@ async fn data_past_its_retention_is_dropped_without_being_compacted_first() {
         written.len() <= 1,
         "expired ranges were compacted: {written:?}"
     );
+}
+
+/// Appends batch `n` with its records at `timestamp_ms`.
+async fn produce_at(storage: &Storage, stream: &str, n: usize, timestamp_ms: i64) {
+    let (bytes, meta) = batch_at(n, timestamp_ms);
+    storage.append(stream, bytes, vec![meta]).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_records_in_the_active_segment_stay_until_a_fresh_segment_rolls_them_out() {
+    let env = env().await;
+    let now_ms = i64::try_from(storage_now_ms()).unwrap();
+    let hour_ms = 3_600_000;
+    // A backfill with timestamps two hours old, then fresh records: one Kafka segment by the
+    // default segment.ms of 7 days, whose newest record is fresh, so nothing expires.
+    let topic = put_topic(&env, "backfill", 0xd4, &[("retention.ms", "3600000")]).await;
+    let stream = topic.stream_id(0);
+    for n in 0..3 {
+        produce_at(&env.storage, &stream, n, now_ms - 2 * hour_ms).await;
+    }
+    produce_at(&env.storage, &stream, 3, now_ms).await;
+    pass(&env, not_compacting()).await;
+    let index = Index::new(env.meta.clone());
+    assert_eq!(index.trim_point(&stream).await.unwrap(), 0);
+
+    // With segment.ms of an hour the fresh batch rolled a segment of its own, so the old one
+    // is closed and wholly expired: it goes, the fresh one stays.
+    put_topic(
+        &env,
+        "backfill",
+        0xd4,
+        &[("retention.ms", "3600000"), ("segment.ms", "3600000")],
+    )
+    .await;
+    pass(&env, not_compacting()).await;
+    assert_eq!(index.trim_point(&stream).await.unwrap(), 15);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compactor_service_applies_retention_only_once_its_check_is_due() {
+    let env = env().await;
+    let topic = put_topic(&env, "checked", 0xe5, &[("retention.ms", "1000")]).await;
+    let stream = topic.stream_id(0);
+    produce(&env.storage, &stream, 0, 3).await;
+    let index = Index::new(env.meta.clone());
+    let serve = |retention_check_interval_ms| {
+        let compactor = Compactor::new(
+            env.objects.clone(),
+            env.meta.clone(),
+            env.meta.clone(),
+            CompactorConfig {
+                interval_ms: 20,
+                retention_check_interval_ms,
+                ..not_compacting()
+            },
+        );
+        async move {
+            compactor
+                .run(tokio::time::sleep(std::time::Duration::from_millis(300)))
+                .await
+        }
+    };
+    // The first check of a service comes 30 s after its start, as Kafka's does.
+    serve(300_000).await;
+    assert_eq!(index.trim_point(&stream).await.unwrap(), 0);
+    serve(0).await;
+    assert_eq!(index.trim_point(&stream).await.unwrap(), 15);
+}
+
+fn storage_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }

@@ -21,6 +21,13 @@ pub const RETENTION_BYTES: &str = "retention.bytes";
 /// Kafka's defaults (`log.retention.hours` = 168, `log.retention.bytes` = -1).
 pub const RETENTION_MS_DEFAULT: &str = "604800000";
 pub const RETENTION_BYTES_DEFAULT: &str = "-1";
+pub const SEGMENT_BYTES: &str = "segment.bytes";
+pub const SEGMENT_MS: &str = "segment.ms";
+pub const SEGMENT_JITTER_MS: &str = "segment.jitter.ms";
+/// Kafka's defaults (`log.segment.bytes` = 1 GiB, `log.roll.hours` = 168, no jitter).
+pub const SEGMENT_BYTES_DEFAULT: &str = "1073741824";
+pub const SEGMENT_MS_DEFAULT: &str = "604800000";
+pub const SEGMENT_JITTER_MS_DEFAULT: &str = "0";
 
 /// What the store holds for a topic.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +53,31 @@ impl TopicRecord {
     /// Bytes kept per partition, `None` for no limit (`retention.bytes` = -1).
     pub fn retention_bytes(&self) -> Result<Option<u64>, TopicError> {
         self.limit(RETENTION_BYTES, RETENTION_BYTES_DEFAULT)
+    }
+
+    /// Bytes of a Kafka segment, which retention deletes whole.
+    pub fn segment_bytes(&self) -> Result<u64, TopicError> {
+        self.non_negative(SEGMENT_BYTES, SEGMENT_BYTES_DEFAULT)
+    }
+
+    /// Time span of a Kafka segment's records before the next append rolls it.
+    pub fn segment_ms(&self) -> Result<u64, TopicError> {
+        self.non_negative(SEGMENT_MS, SEGMENT_MS_DEFAULT)
+    }
+
+    pub fn segment_jitter_ms(&self) -> Result<u64, TopicError> {
+        self.non_negative(SEGMENT_JITTER_MS, SEGMENT_JITTER_MS_DEFAULT)
+    }
+
+    fn non_negative(&self, name: &str, default: &str) -> Result<u64, TopicError> {
+        let value = self.configs.get(name).map_or(default, String::as_str);
+        value
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| TopicError::BadConfig {
+                name: name.to_string(),
+                value: value.to_string(),
+            })
     }
 
     fn limit(&self, name: &str, default: &str) -> Result<Option<u64>, TopicError> {

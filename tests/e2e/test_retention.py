@@ -25,14 +25,16 @@ SMALL_FILES = ["--min-bytes", "0", "--min-age-ms", "0", "--file-bytes-max", "409
 
 
 def produce(bootstrap: str, topic: str, rounds: int, per_round: int, first: int = 0,
-            timestamp_ms=None) -> None:
-    """`rounds` flushes of `per_round` records (one index entry or more each)."""
+            timestamp_ms=None, round_step_ms: int = 0, value_bytes: int = 0) -> None:
+    """`rounds` flushes of `per_round` records (one index entry or more each); with
+    `timestamp_ms`, round i's records carry `timestamp_ms + i * round_step_ms`."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     n = first
-    for _ in range(rounds):
+    for i in range(rounds):
         for _ in range(per_round):
-            kwargs = {"timestamp": timestamp_ms} if timestamp_ms is not None else {}
-            p.produce(topic, key=f"k{n}".encode(), value=f"value-{n}-".encode() * 20, **kwargs)
+            kwargs = {"timestamp": timestamp_ms + i * round_step_ms} if timestamp_ms is not None else {}
+            value = b"v" * value_bytes if value_bytes else f"value-{n}-".encode() * 20
+            p.produce(topic, key=f"k{n}".encode(), value=value, **kwargs)
             n += 1
         assert p.flush(30) == 0
 
@@ -140,9 +142,15 @@ def test_retention_deletes_old_objects_and_moves_the_log_start(broker_factory, t
         pytest.skip("the compactor is ours")
     monkeypatch.setenv("BROKER_ARGS", "--compaction false")
     b = broker_factory()
-    sized = create_topic(b.bootstrap, unique_topic("retention-bytes"), config={"retention.bytes": "10000"})
-    aged = create_topic(b.bootstrap, unique_topic("retention-ms"), config={"retention.ms": "3600000"})
-    produce(b.bootstrap, sized, rounds=20, per_round=10)
+    # Retention deletes whole Kafka segments: a second of record time each here (every round),
+    # and an hour for the aged topic, so that its fresh records roll a segment of their own.
+    sized = create_topic(b.bootstrap, unique_topic("retention-bytes"),
+                         config={"retention.bytes": "10000", "segment.ms": "500"})
+    aged = create_topic(b.bootstrap, unique_topic("retention-ms"),
+                        config={"retention.ms": "3600000", "segment.ms": "3600000"})
+    round_ms = 1000
+    start_ms = int(time.time() * 1000) - 100 * round_ms
+    produce(b.bootstrap, sized, rounds=20, per_round=10, timestamp_ms=start_ms, round_step_ms=round_ms)
     two_hours_ago_ms = int(time.time() * 1000) - 2 * 3600 * 1000
     produce(b.bootstrap, aged, rounds=3, per_round=10, timestamp_ms=two_hours_ago_ms)
     produce(b.bootstrap, aged, rounds=2, per_round=10, first=30)
@@ -159,14 +167,15 @@ def test_retention_deletes_old_objects_and_moves_the_log_start(broker_factory, t
     wait_until(lambda: watermarks(b.bootstrap, sized)[0] > 0, 10, "the oldest bytes to go")
     low, high = watermarks(b.bootstrap, sized)
     # Records are 170 to 230 bytes: at least 10000 bytes are kept (44 records or more), and
-    # less than that plus one entry of ~2 KB (at most ~80 records); whole entries go.
+    # less than that plus one segment of ~2 KB (at most ~80 records); whole segments go.
     assert 100 <= low <= 156 and high == 200, (low, high)
     assert consume(b.bootstrap, aged, 20) == [(o, f"k{o}".encode()) for o in range(30, 50)]
     assert consume(b.bootstrap, sized, 200 - low) == [(o, f"k{o}".encode()) for o in range(low, 200)]
 
     # More data: a pass applies retention first (what is past it is dropped, not compacted),
     # then compacts the rest into small Parquet files.
-    produce(b.bootstrap, sized, rounds=10, per_round=10, first=200)
+    produce(b.bootstrap, sized, rounds=10, per_round=10, first=200,
+            timestamp_ms=start_ms + 20 * round_ms, round_step_ms=round_ms)
     compactor(b.data_dir, *SMALL_FILES)
     compacted = parquet_ranges(b.data_dir)
     wait_until(lambda: watermarks(b.bootstrap, sized)[0] > low, 10, "the log start to move on")
@@ -175,7 +184,8 @@ def test_retention_deletes_old_objects_and_moves_the_log_start(broker_factory, t
     assert all(end > low_compacted for _, end in compacted[stream]), (compacted[stream], low_compacted)
     # Yet more data: retention moves past some of those files, which are deleted (the pass after
     # they are unreferenced).
-    produce(b.bootstrap, sized, rounds=10, per_round=10, first=300)
+    produce(b.bootstrap, sized, rounds=10, per_round=10, first=300,
+            timestamp_ms=start_ms + 30 * round_ms, round_step_ms=round_ms)
     compactor(b.data_dir, *SMALL_FILES)
     compactor(b.data_dir, *SMALL_FILES)
     assert not files(b.data_dir, "wal"), "every wal object is compacted or trimmed"
@@ -236,3 +246,77 @@ def test_delete_records_in_a_cluster_is_served_by_the_leader_and_seen_by_every_b
         assert got == [(o, f"k{o}".encode()) for o in range(10, 30)]
     finally:
         cluster.stop()
+
+
+# Retention checked every half second on both brokers (Kafka's default is five minutes, its
+# first check 30 s after start), so that what retention would delete goes at once.
+FREQUENT_RETENTION = {
+    "ours": "--log-retention-check-interval-ms 500 --compaction-interval-ms 200",
+    "kafka": "log.retention.check.interval.ms=500;log.initial.task.delay.ms=500",
+}
+DAY_MS = 86_400_000
+
+
+def frequent_retention_broker(broker_factory, target, monkeypatch):
+    monkeypatch.setenv("BROKER_ARGS", FREQUENT_RETENTION["ours"])
+    monkeypatch.setenv("KAFKA_REFERENCE_PROPERTIES", FREQUENT_RETENTION["kafka"])
+    return broker_factory()
+
+
+def test_records_with_old_timestamps_stay_readable_until_the_first_retention_check(broker_factory):
+    """A backfill with month-old timestamps into a default topic (7 days of retention): Kafka
+    checks retention 30 s after it starts and every 5 minutes, so a consumer reads the records
+    from offset 0 in the meantime instead of finding the log start moved to the end."""
+    b = broker_factory()
+    topic = create_topic(b.bootstrap, unique_topic("backfill"))
+    month_ago_ms = int(time.time() * 1000) - 30 * DAY_MS
+    produce(b.bootstrap, topic, rounds=2, per_round=10, timestamp_ms=month_ago_ms)
+    # Longer than a compaction pass of ours (10 s), shorter than the first retention check.
+    deadline = time.monotonic() + 11
+    while time.monotonic() < deadline:
+        assert watermarks(b.bootstrap, topic) == (0, 20)
+        time.sleep(1)
+    assert consume(b.bootstrap, topic, 20, start=0) == [(o, f"k{o}".encode()) for o in range(20)]
+
+
+def test_byte_retention_keeps_the_active_segment_whole(broker_factory, target, monkeypatch):
+    """`retention.bytes` deletes whole segments only: 40 KB in one 1 GiB segment all stay,
+    where a limit of 1000 bytes applied record by record would drop almost everything."""
+    b = frequent_retention_broker(broker_factory, target, monkeypatch)
+    topic = create_topic(b.bootstrap, unique_topic("bytes-active"), config={"retention.bytes": "1000"})
+    produce(b.bootstrap, topic, rounds=20, per_round=10)
+    time.sleep(3)  # several retention checks
+    assert watermarks(b.bootstrap, topic) == (0, 200)
+    assert len(consume(b.bootstrap, topic, 200, start=0)) == 200
+
+
+def test_byte_retention_drops_closed_segments_by_segment_bytes(broker_factory, target, monkeypatch):
+    """With 1 MiB segments, 3 MiB of records and a limit of 1000 bytes: the closed segments
+    go, the active one (less than a segment) stays."""
+    b = frequent_retention_broker(broker_factory, target, monkeypatch)
+    topic = create_topic(b.bootstrap, unique_topic("bytes-closed"),
+                         config={"retention.bytes": "1000", "segment.bytes": str(1 << 20)})
+    produce(b.bootstrap, topic, rounds=24, per_round=128, value_bytes=1024)
+    total = 24 * 128
+    wait_until(lambda: watermarks(b.bootstrap, topic)[0] > 0, 15, "the closed segments to go")
+    time.sleep(2)
+    low, high = watermarks(b.bootstrap, topic)
+    assert high == total
+    # At least two closed segments of ~1000 records went; the rest is less than a segment.
+    assert 2 * 900 <= low < total and total - low <= 1100, (low, high)
+    got = consume(b.bootstrap, topic, total - low, start=low)
+    assert got == [(o, f"k{o}".encode()) for o in range(low, total)]
+
+
+def test_time_retention_drops_a_segment_rolled_by_segment_ms(broker_factory, target, monkeypatch):
+    """Records two hours old, then fresh ones: with `segment.ms` of an hour the fresh records
+    roll a new segment, the old one is closed and wholly past `retention.ms` of an hour."""
+    b = frequent_retention_broker(broker_factory, target, monkeypatch)
+    topic = create_topic(b.bootstrap, unique_topic("time-rolled"),
+                         config={"retention.ms": "3600000", "segment.ms": "3600000"})
+    produce(b.bootstrap, topic, rounds=1, per_round=10, timestamp_ms=int(time.time() * 1000) - 7_200_000)
+    produce(b.bootstrap, topic, rounds=1, per_round=10, first=10)
+    wait_until(lambda: watermarks(b.bootstrap, topic) == (10, 20), 15, "the old segment to go")
+    time.sleep(2)
+    assert watermarks(b.bootstrap, topic) == (10, 20)
+    assert consume(b.bootstrap, topic, 10, start=10) == [(o, f"k{o}".encode()) for o in range(10, 20)]
