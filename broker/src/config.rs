@@ -61,9 +61,33 @@ pub struct Config {
     #[arg(long, env = "BROKER_MAX_FRAME_BYTES", default_value_t = protocol::frame::DEFAULT_MAX_FRAME_BYTES)]
     pub max_frame_bytes: usize,
 
-    /// Client connections served at once; further ones wait in the accept backlog.
+    /// Client connections served at once; when all are taken, the oldest that has not sent a
+    /// request yet is closed for a newcomer, else newcomers wait in the accept backlog.
     #[arg(long, env = "BROKER_MAX_CONNECTIONS", default_value_t = 1024)]
     pub max_connections: usize,
+
+    /// Connections from one IP address at once; further ones are closed (Kafka's
+    /// `max.connections.per.ip`).
+    #[arg(long, env = "BROKER_MAX_CONNECTIONS_PER_IP", default_value_t = i32::MAX as usize)]
+    pub max_connections_per_ip: usize,
+
+    /// A connection with no request in flight that sends nothing for this long is closed
+    /// (Kafka's `connections.max.idle.ms`).
+    #[arg(
+        long,
+        env = "BROKER_CONNECTIONS_MAX_IDLE_MS",
+        default_value_t = 600_000
+    )]
+    pub connections_max_idle_ms: u64,
+
+    /// Once a request frame has started, its length and body must arrive within this long.
+    #[arg(long, env = "BROKER_FRAME_READ_TIMEOUT_MS", default_value_t = 60_000)]
+    pub frame_read_timeout_ms: u64,
+
+    /// Request bytes being read or served across all connections (Kafka's
+    /// `queued.max.request.bytes`); past it, connections pause reading. At least `max_frame_bytes`.
+    #[arg(long, env = "BROKER_QUEUED_MAX_REQUEST_BYTES", default_value_t = 256 << 20)]
+    pub queued_max_request_bytes: usize,
 
     /// Requests of one connection processed concurrently (responses still go out in order).
     #[arg(long, env = "BROKER_MAX_INFLIGHT_REQUESTS", default_value_t = 64)]
@@ -317,6 +341,27 @@ impl Config {
             "must be between 1024 and 2147483647",
         )?;
         check(self.max_connections >= 1, "max_connections", "must be >= 1")?;
+        check(
+            self.max_connections_per_ip >= 1,
+            "max_connections_per_ip",
+            "must be >= 1",
+        )?;
+        check(
+            self.connections_max_idle_ms >= 1,
+            "connections_max_idle_ms",
+            "must be >= 1",
+        )?;
+        check(
+            self.frame_read_timeout_ms >= 1,
+            "frame_read_timeout_ms",
+            "must be >= 1",
+        )?;
+        check(
+            self.queued_max_request_bytes >= self.max_frame_bytes
+                && self.queued_max_request_bytes <= tokio::sync::Semaphore::MAX_PERMITS,
+            "queued_max_request_bytes",
+            "must be at least max_frame_bytes",
+        )?;
         check(
             self.max_inflight_requests >= 1,
             "max_inflight_requests",

@@ -6,7 +6,9 @@
 //! one until it has (see `docs/request-order.md`). Responses leave in request order.
 //!
 //! Limits: at most `max_inflight_requests` requests and `max_frame_bytes` request bytes are in
-//! flight per connection; past either, reading pauses until earlier requests complete.
+//! flight per connection, and `queued_max_request_bytes` across all of them; past any, reading
+//! pauses until earlier requests complete. A connection idle for `connections_max_idle_ms` is
+//! closed, and so is one whose frame does not arrive within `frame_read_timeout_ms`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,15 +16,22 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use protocol::codec::{self, RequestError};
-use protocol::frame::{self, FrameError};
-use tokio::io::{AsyncWriteExt, BufWriter};
+use protocol::frame::{self, read_frame_body, read_frame_len, wait_for_frame, FrameError};
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, Semaphore};
+use tokio::sync::{
+    mpsc, watch, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, OwnedSemaphorePermit, RwLock,
+    Semaphore,
+};
 use tokio::task::JoinHandle;
+use tokio::time::{timeout, Duration};
 
+use crate::config::Config;
 use crate::context::Broker;
 use crate::handlers;
 use crate::sequencer::Sequencer;
+use crate::slots::Slot;
 
 /// A request's place in the connection's order, held until its handler has returned.
 /// Produce requests share the order with each other; every other request has it alone.
@@ -54,51 +63,40 @@ enum Reply {
     Close,
 }
 
+/// Request bytes being read or served, across every connection (`queued_max_request_bytes`).
+pub type RequestBytes = Arc<Semaphore>;
+
 pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
     broker: Arc<Broker>,
     mut shutdown: watch::Receiver<bool>,
+    mut slot: Slot,
+    request_bytes: RequestBytes,
 ) {
-    let max_frame_bytes = broker.config.max_frame_bytes;
-    let max_inflight = broker.config.max_inflight_requests;
     if let Err(error) = stream.set_nodelay(true) {
         tracing::debug!(%peer, %error, "cannot set nodelay");
     }
-    let (mut reader, writer) = stream.into_split();
-    let (queue, replies) = mpsc::channel::<JoinHandle<Reply>>(max_inflight);
+    let (reader, writer) = stream.into_split();
+    let (queue, replies) = mpsc::channel::<JoinHandle<Reply>>(broker.config.max_inflight_requests);
     let writer_task = tokio::spawn(write_replies(writer, replies, peer));
-    // Request bytes in flight; max_frame_bytes <= i32::MAX is checked by the config.
-    let inflight_bytes = Arc::new(Semaphore::new(max_frame_bytes));
+    let mut frames = FrameReader::new(reader, &broker.config, request_bytes);
     let produce_order = Sequencer::default();
     // Taken by the reader alone, one request at a time, so turns are granted in request order.
     let order = Arc::new(RwLock::new(()));
 
     loop {
-        let frame = tokio::select! {
-            frame = frame::read_frame(&mut reader, max_frame_bytes) => frame,
+        let next = tokio::select! {
+            next = frames.next(peer) => next,
+            _ = slot.evicted() => {
+                tracing::debug!(%peer, "closing connection: slot given to a newer one");
+                break;
+            }
             _ = shutdown.changed() => break,
             _ = queue.closed() => break,
         };
-        let frame = match frame {
-            Ok(Some(frame)) => frame,
-            Ok(None) => break,
-            Err(FrameError::TooLarge {
-                size_bytes,
-                max_bytes,
-            }) => {
-                tracing::warn!(%peer, size_bytes, max_bytes, "closing connection: frame too large");
-                break;
-            }
-            Err(error) => {
-                tracing::debug!(%peer, %error, "connection read ended");
-                break;
-            }
-        };
-        let permits = u32::try_from(frame.len().max(1)).unwrap_or(u32::MAX);
-        let Ok(permit) = inflight_bytes.clone().acquire_many_owned(permits).await else {
-            break;
-        };
+        let Some((frame, permits)) = next else { break };
+        slot.prove();
         let reply = match codec::decode_request(frame) {
             Ok(request) => {
                 let turn = tokio::select! {
@@ -109,7 +107,7 @@ pub async fn serve(
                 // Taken here, in request order, before the request runs on its own task.
                 let ticket = (request.api_key == ApiKey::Produce).then(|| produce_order.ticket());
                 tokio::spawn(async move {
-                    let _permit = permit;
+                    let _permits = permits;
                     let reply = respond(&broker, request, ticket, peer).await;
                     drop(turn);
                     reply
@@ -147,6 +145,137 @@ pub async fn serve(
     if let Err(error) = writer_task.await {
         tracing::error!(%peer, %error, "connection writer failed");
     }
+}
+
+/// The memory a request holds while it is read and served: its share of the connection's
+/// `max_frame_bytes` and of every connection's `queued_max_request_bytes`.
+pub struct Permits {
+    _connection: OwnedSemaphorePermit,
+    _global: OwnedSemaphorePermit,
+}
+
+/// Reads a connection's frames with its limits: the wait for a frame is bounded by
+/// `connections_max_idle_ms` (while nothing is in flight), a started frame must arrive within
+/// `frame_read_timeout_ms`, and its body is allocated only once its byte permits are held.
+struct FrameReader {
+    reader: BufReader<OwnedReadHalf>,
+    max_frame_bytes: usize,
+    idle: Duration,
+    read_timeout: Duration,
+    /// This connection's request bytes in flight (`max_frame_bytes` in all).
+    connection_bytes: Arc<Semaphore>,
+    request_bytes: RequestBytes,
+}
+
+/// Bytes buffered from the socket: small pipelined requests share a read, a big body bypasses
+/// the buffer and goes straight to its own allocation.
+const READ_BUFFER_BYTES: usize = 16 << 10;
+
+impl FrameReader {
+    fn new(reader: OwnedReadHalf, config: &Config, request_bytes: RequestBytes) -> FrameReader {
+        FrameReader {
+            reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader),
+            max_frame_bytes: config.max_frame_bytes,
+            idle: Duration::from_millis(config.connections_max_idle_ms),
+            read_timeout: Duration::from_millis(config.frame_read_timeout_ms),
+            // max_frame_bytes <= i32::MAX is checked by the config.
+            connection_bytes: Arc::new(Semaphore::new(config.max_frame_bytes)),
+            request_bytes,
+        }
+    }
+
+    /// The next frame and the permits its bytes hold; `None` once the connection is done.
+    async fn next(&mut self, peer: SocketAddr) -> Option<(Bytes, Permits)> {
+        if !self.wait_for_frame(peer).await {
+            return None;
+        }
+        let size_bytes = match timeout(self.read_timeout, self.read_len()).await {
+            Ok(Ok(Some(size_bytes))) => size_bytes,
+            Ok(Ok(None)) => return None,
+            Ok(Err(error)) => return log_read_end(peer, error),
+            Err(_) => return log_slow_frame(peer, self.read_timeout),
+        };
+        let permits = self.permits(size_bytes).await?;
+        match timeout(
+            self.read_timeout,
+            read_frame_body(&mut self.reader, size_bytes),
+        )
+        .await
+        {
+            Ok(Ok(body)) => Some((body, permits)),
+            Ok(Err(error)) => log_read_end(peer, error),
+            Err(_) => log_slow_frame(peer, self.read_timeout),
+        }
+    }
+
+    /// Waits for the first byte of a frame; false if the peer closed, the wait failed, or the
+    /// connection stayed idle past `connections_max_idle_ms` with nothing in flight.
+    async fn wait_for_frame(&mut self, peer: SocketAddr) -> bool {
+        loop {
+            match timeout(self.idle, wait_for_frame(&mut self.reader)).await {
+                Ok(Ok(started)) => return started,
+                Ok(Err(error)) => {
+                    log_read_end::<()>(peer, error);
+                    return false;
+                }
+                Err(_) if self.is_idle() => {
+                    tracing::info!(%peer, idle_ms = self.idle.as_millis() as u64, "closing idle connection");
+                    return false;
+                }
+                Err(_) => continue,
+            }
+        }
+    }
+
+    async fn read_len(&mut self) -> Result<Option<usize>, FrameError> {
+        read_frame_len(&mut self.reader, self.max_frame_bytes).await
+    }
+
+    /// No request of this connection is being read or served.
+    fn is_idle(&self) -> bool {
+        self.connection_bytes.available_permits() == self.max_frame_bytes
+    }
+
+    /// The connection's permits first, so that a connection waiting for its own earlier
+    /// requests holds nothing of the global budget.
+    async fn permits(&self, size_bytes: usize) -> Option<Permits> {
+        let n = u32::try_from(size_bytes.max(1)).unwrap_or(u32::MAX);
+        let connection = self
+            .connection_bytes
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .ok()?;
+        let global = self
+            .request_bytes
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .ok()?;
+        Some(Permits {
+            _connection: connection,
+            _global: global,
+        })
+    }
+}
+
+fn log_read_end<T>(peer: SocketAddr, error: FrameError) -> Option<T> {
+    match error {
+        FrameError::TooLarge {
+            size_bytes,
+            max_bytes,
+        } => {
+            tracing::warn!(%peer, size_bytes, max_bytes, "closing connection: frame too large");
+        }
+        error => tracing::debug!(%peer, %error, "connection read ended"),
+    }
+    None
+}
+
+fn log_slow_frame<T>(peer: SocketAddr, read_timeout: Duration) -> Option<T> {
+    let timeout_ms = read_timeout.as_millis() as u64;
+    tracing::info!(%peer, timeout_ms, "closing connection: frame not received in time");
+    None
 }
 
 async fn respond(

@@ -12,6 +12,7 @@ pub mod handlers;
 pub mod producers;
 pub mod sequencer;
 pub mod server;
+pub mod slots;
 pub mod stats;
 pub mod storage_errors;
 pub mod topic_config;

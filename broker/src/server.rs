@@ -1,6 +1,7 @@
-//! The Kafka listener: accepts connections (at most `max_connections` at once) and, on
-//! shutdown, stops accepting, lets every connection finish the requests it has read, then
-//! returns.
+//! The Kafka listener: accepts connections into their slots (`slots`: at most
+//! `max_connections`, `max_connections_per_ip` from one address, silent connections evicted
+//! first) and, on shutdown, stops accepting, lets every connection finish the requests it has
+//! read, then returns.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,18 +12,15 @@ use tokio::task::JoinSet;
 
 use crate::connection;
 use crate::context::Broker;
+use crate::slots::Slots;
 
 pub async fn run(listener: TcpListener, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
     tune_allocator();
-    let slots = Arc::new(Semaphore::new(broker.config.max_connections));
+    let config = &broker.config;
+    let slots = Slots::new(config.max_connections, config.max_connections_per_ip);
+    let request_bytes = Arc::new(Semaphore::new(config.queued_max_request_bytes));
     let mut connections = JoinSet::new();
     loop {
-        // Waiting for a slot before accepting leaves extra clients in the kernel's backlog.
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => slot,
-            _ = shutdown.changed() => break,
-        };
-        let Ok(slot) = slot else { break };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = shutdown.changed() => break,
@@ -31,12 +29,25 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, mut shutdown: watch
         while connections.try_join_next().is_some() {}
         match accepted {
             Ok((stream, peer)) => {
+                // Waits only when every slot holds a connection that sent a request; extra
+                // clients then wait in the kernel's backlog.
+                let slot = tokio::select! {
+                    slot = slots.admit(peer.ip()) => slot,
+                    _ = shutdown.changed() => break,
+                };
+                let slot = match slot {
+                    Ok(slot) => slot,
+                    Err(refused) => {
+                        tracing::info!(%peer, %refused, "connection refused");
+                        continue;
+                    }
+                };
                 tracing::debug!(%peer, "connection accepted");
                 let broker = broker.clone();
                 let shutdown = shutdown.clone();
+                let request_bytes = request_bytes.clone();
                 connections.spawn(async move {
-                    let _slot = slot;
-                    connection::serve(stream, peer, broker, shutdown).await;
+                    connection::serve(stream, peer, broker, shutdown, slot, request_bytes).await;
                     tracing::debug!(%peer, "connection closed");
                 });
             }
