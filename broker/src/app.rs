@@ -80,6 +80,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let catalog = Catalog::open(coordination_meta.clone()).await?;
     let storage =
         storage::Storage::open(config.storage_config(), objects.clone(), index_meta.clone());
+    // Long polls here wake on other brokers' appends.
+    storage.spawn_bounds_poller();
     let groups = crate::groups::GroupCoordinator::open(
         coordination_meta.clone(),
         crate::groups::GroupConfig::from_config(&config),

@@ -25,8 +25,14 @@ pub struct StorageConfig {
     pub add_entry_timeout_ms: u64,
     /// Index entries kept in memory per stream (the tail of its index).
     pub index_cache_entries_per_stream: usize,
+    /// Streams whose state (bounds and index tail) is kept in memory; past it the least
+    /// recently used idle ones are dropped and re-read from the index when used again.
+    pub stream_states_max: usize,
     /// Prefix of WAL object keys (after the time prefix comes a unique id).
     pub wal_prefix: String,
+    /// Derive the unique part of WAL object keys from this seed and a counter instead of a
+    /// random UUID: only for the reproducible engine simulation.
+    pub wal_object_id_seed: Option<u64>,
 }
 
 impl Default for StorageConfig {
@@ -46,7 +52,9 @@ impl Default for StorageConfig {
             compacted_footer_cache_bytes: 16 << 20,
             add_entry_timeout_ms: 30_000,
             index_cache_entries_per_stream: 1024,
+            stream_states_max: 16_384,
             wal_prefix: "wal".to_string(),
+            wal_object_id_seed: None,
         }
     }
 }

@@ -4,11 +4,12 @@
 //! with per-batch metadata ([`BatchMeta`]).
 
 pub mod cache;
+pub mod clock;
 pub mod compacted;
 pub mod config;
+pub mod engine;
 pub mod error;
 pub mod index;
-pub mod log;
 pub mod meta;
 pub mod objects;
 pub mod stream;
@@ -16,6 +17,6 @@ pub mod topics;
 pub mod wal;
 
 pub use config::StorageConfig;
+pub use engine::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, Storage, StreamBounds};
 pub use error::StorageError;
 pub use index::{BatchMeta, FileType, IndexEntry, ProducerMeta};
-pub use log::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, Storage, StreamBounds};

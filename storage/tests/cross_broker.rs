@@ -27,7 +27,9 @@ async fn engine(dir: &std::path::Path, objects: Arc<dyn ObjectStore>) -> Arc<Sto
         write_buffer_flush_interval_ms: 5,
         ..StorageConfig::default()
     };
-    Storage::open(config, objects, meta)
+    let storage = Storage::open(config, objects, meta);
+    storage.spawn_bounds_poller();
+    storage
 }
 
 fn payload(tag: u8) -> (Bytes, Vec<BatchMeta>) {

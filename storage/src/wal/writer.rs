@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::cache::WriteCache;
+use crate::clock::Clock;
 use crate::config::StorageConfig;
 use crate::error::StorageError;
 use crate::index::{BatchMeta, FileType, Index, IndexEntry, LocatedEntry};
@@ -83,6 +84,10 @@ struct CutSegment {
 
 pub struct WalWriter {
     config: StorageConfig,
+    /// Stamps append times and WAL object keys.
+    clock: Arc<dyn Clock>,
+    /// Distinguishes objects cut in the same millisecond.
+    object_ids: ObjectIds,
     buffer: Mutex<Buffer>,
     pending_bytes: Arc<AtomicUsize>,
     flush_now: Arc<Notify>,
@@ -97,6 +102,7 @@ impl WalWriter {
         index: Index,
         write_cache: Arc<WriteCache>,
         on_commit: CommitListener,
+        clock: Arc<dyn Clock>,
     ) -> Arc<WalWriter> {
         let writer = Arc::new(WalWriter {
             buffer: Mutex::new(Buffer::default()),
@@ -104,13 +110,21 @@ impl WalWriter {
             flush_now: Arc::new(Notify::new()),
             closed: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
+            clock: clock.clone(),
+            object_ids: ObjectIds::new(config.wal_object_id_seed),
             config,
         });
         // Bounded: when commits fall behind, the flusher waits, the buffer fills, and admission
         // starts refusing appends.
         let (segments_tx, segments_rx) = mpsc::channel(writer.config.max_puts_in_flight.max(1));
         let flusher = tokio::spawn(flush_loop(writer.clone(), objects, segments_tx));
-        let committer = tokio::spawn(commit_loop(segments_rx, index, write_cache, on_commit));
+        let committer = tokio::spawn(commit_loop(
+            segments_rx,
+            index,
+            write_cache,
+            on_commit,
+            clock,
+        ));
         writer.lock_tasks().extend([flusher, committer]);
         writer
     }
@@ -321,7 +335,11 @@ async fn flush_loop(
                 Ok(permit) => permit,
                 Err(_) => return,
             };
-            let object_key = object_key(&writer.config.wal_prefix);
+            let object_key = object_key(
+                &writer.config.wal_prefix,
+                writer.clock.now_ms(),
+                &writer.object_ids.next(),
+            );
             let encoded = encode(&slices);
             let put = {
                 let objects = objects.clone();
@@ -392,6 +410,7 @@ async fn commit_loop(
     index: Index,
     write_cache: Arc<WriteCache>,
     on_commit: CommitListener,
+    clock: Arc<dyn Clock>,
 ) {
     // The last commit started per stream; the next commit of that stream waits for it.
     let mut in_flight: HashMap<Arc<str>, JoinHandle<()>> = HashMap::new();
@@ -417,7 +436,7 @@ async fn commit_loop(
         };
         // Tailing readers find the data in memory as soon as the index names it.
         write_cache.insert(segment.object_key.clone(), object);
-        let write_time_ms = now_ms();
+        let write_time_ms = clock.now_ms();
         for (slice, placed) in segment.slices.into_iter().zip(directory) {
             debug_assert_eq!(&*slice.stream, placed.stream.as_str());
             let previous = in_flight.remove(&slice.stream);
@@ -484,24 +503,39 @@ async fn commit_slice(
     }
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// `<prefix>/YYYY-MM-DD/HH/<unix_ms>-<uuid>.wal`: the time prefix is for people and listing
 /// tools; deletion never trusts a listing.
-fn object_key(prefix: &str) -> String {
-    let ms = now_ms();
+fn object_key(prefix: &str, ms: u64, id: &str) -> String {
     let secs = ms / 1000;
     let (year, month, day) = civil_from_days((secs / 86_400) as i64);
     let hour = (secs % 86_400) / 3600;
-    format!(
-        "{prefix}/{year:04}-{month:02}-{day:02}/{hour:02}/{ms:013}-{}.wal",
-        uuid::Uuid::new_v4().simple()
-    )
+    format!("{prefix}/{year:04}-{month:02}-{day:02}/{hour:02}/{ms:013}-{id}.wal")
+}
+
+/// The unique part of WAL object keys: a random UUID per object, or, for a reproducible
+/// simulation, a seed and a counter (a reopened engine must be given another seed).
+struct ObjectIds {
+    seed: Option<u64>,
+    next: AtomicUsize,
+}
+
+impl ObjectIds {
+    fn new(seed: Option<u64>) -> ObjectIds {
+        ObjectIds {
+            seed,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    fn next(&self) -> String {
+        match self.seed {
+            None => uuid::Uuid::new_v4().simple().to_string(),
+            Some(seed) => {
+                let n = self.next.fetch_add(1, Ordering::Relaxed);
+                format!("{seed:016x}{n:016x}")
+            }
+        }
+    }
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).

@@ -1,0 +1,111 @@
+//! Reads of PARQUET entries: the file's footer (cached) names its row groups; the one holding
+//! the offset is fetched with a ranged GET, decoded once off the async threads, and its
+//! rebuilt Kafka batches are cached.
+
+use std::sync::Arc;
+
+use object_store::path::Path;
+use object_store::ObjectStoreExt;
+
+use super::{ReadChunk, Storage};
+use crate::compacted::{Footer, ParsedTail, RebuildOptions, RebuiltGroup, FOOTER_PREFETCH_BYTES};
+use crate::error::StorageError;
+use crate::index::LocatedEntry;
+
+impl Storage {
+    /// Rebuilds Kafka batches from a compacted file, from the batch holding `offset` on, out of
+    /// the one row group that holds it (fetched with a ranged GET and decoded once).
+    pub(super) async fn read_compacted(
+        &self,
+        located: &LocatedEntry,
+        offset: u64,
+        max_bytes: usize,
+    ) -> Result<ReadChunk, StorageError> {
+        let entry = &located.entry;
+        let footer = self.compacted_footer(located).await?;
+        let mut group = footer.first_group_from(offset);
+        while let Some(g) = group.filter(|g| *g < footer.groups.len()) {
+            let rebuilt = self.rebuilt_group(located, &footer, g).await?;
+            if let Some(read) = rebuilt.read_from(offset, max_bytes) {
+                return Ok(ReadChunk {
+                    base_offset: read.base_offset,
+                    batches: read.batches,
+                    bytes: read.bytes,
+                });
+            }
+            // Only a row group without offset statistics can end before `offset`.
+            group = Some(g + 1);
+        }
+        Err(StorageError::Corrupt(format!(
+            "{} holds no batch at or after offset {offset}",
+            entry.object_key
+        )))
+    }
+
+    /// The parsed footer of a compacted file, from the cache or from a ranged GET of its tail.
+    async fn compacted_footer(&self, located: &LocatedEntry) -> Result<Arc<Footer>, StorageError> {
+        let entry = &located.entry;
+        if let Some(footer) = self.footer_cache.get(&entry.object_key) {
+            return Ok(footer);
+        }
+        let path = Path::from(entry.object_key.as_str());
+        let file_len = u64::from(entry.byte_len);
+        let file_end = entry.byte_offset + file_len;
+        let corrupt = |e: &dyn std::fmt::Display| {
+            tracing::error!(object_key = %entry.object_key, error = %e, "compacted file footer failed to parse");
+            StorageError::Corrupt(format!("{}: {e}", entry.object_key))
+        };
+        let mut tail_len = FOOTER_PREFETCH_BYTES.min(file_len);
+        let footer = loop {
+            let tail = self
+                .objects
+                .get_range(&path, file_end - tail_len..file_end)
+                .await?;
+            match Footer::parse(&tail, file_len).map_err(|e| corrupt(&e))? {
+                ParsedTail::Footer(footer) => break Arc::new(footer),
+                ParsedTail::NeedTailBytes(n) if n > tail_len => tail_len = n,
+                ParsedTail::NeedTailBytes(n) => {
+                    return Err(corrupt(&format!("footer wants {n} bytes, {tail_len} read")))
+                }
+            }
+        };
+        self.footer_cache
+            .insert(entry.object_key.clone(), footer.clone());
+        Ok(footer)
+    }
+
+    /// Row group `group` of a compacted file, rebuilt into Kafka batches, from the cache or
+    /// from a ranged GET of its column chunks.
+    async fn rebuilt_group(
+        &self,
+        located: &LocatedEntry,
+        footer: &Arc<Footer>,
+        group: usize,
+    ) -> Result<Arc<RebuiltGroup>, StorageError> {
+        let entry = &located.entry;
+        let key = (entry.object_key.clone(), group);
+        if let Some(rebuilt) = self.rebuilt_cache.get(&key) {
+            return Ok(rebuilt);
+        }
+        let span = footer.groups[group];
+        let range = entry.byte_offset + span.byte_start..entry.byte_offset + span.byte_end;
+        let bytes = self
+            .objects
+            .get_range(&Path::from(entry.object_key.as_str()), range)
+            .await?;
+        let footer = footer.clone();
+        let object_key = entry.object_key.clone();
+        let rebuilt = tokio::task::spawn_blocking(move || {
+            crate::compacted::decode_group(&footer, group, bytes, &RebuildOptions::default())
+        })
+        .await
+        .map_err(|e| StorageError::Corrupt(format!("compacted reader failed: {e}")))?
+        .map_err(|e| {
+            tracing::error!(object_key = %object_key, group, error = %e, "compacted row group failed to read");
+            StorageError::Corrupt(format!("{object_key}: {e}"))
+        })?;
+        let rebuilt = Arc::new(rebuilt);
+        self.rebuilt_cache.insert(key, rebuilt.clone());
+        Ok(rebuilt)
+    }
+}
