@@ -1,19 +1,13 @@
 //! A store wrapper that fails chosen operations on demand, for fault-injection tests.
 
-use std::fmt;
-use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::Bytes;
-use futures::stream::{self, BoxStream, StreamExt};
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
-};
+use object_store::{ObjectStore, Result};
 
+use super::intercept::{Call, Intercepted, Interceptor};
 use super::Operation;
 
 /// Which operations a [`FailingObjectStore`] fails.
@@ -77,9 +71,10 @@ pub fn is_injected_fault(err: &object_store::Error) -> bool {
 ///
 /// Injected errors are `object_store::Error::Generic`, the variant real transient failures
 /// (timeouts, 5xx after retries) surface as, so callers treat them as retriable.
+pub type FailingObjectStore = Intercepted<Faults>;
+
 #[derive(Debug)]
-pub struct FailingObjectStore {
-    inner: Arc<dyn ObjectStore>,
+pub struct Faults {
     mode: AtomicU8,
     /// Operation number (1-based, counted over all calls) that fails once; 0 when disarmed.
     fail_at_operation: AtomicU64,
@@ -87,43 +82,20 @@ pub struct FailingObjectStore {
     injected: AtomicU64,
 }
 
-impl FailingObjectStore {
-    pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
-        Self {
-            inner,
-            mode: AtomicU8::new(FailureMode::Off.encode()),
-            fail_at_operation: AtomicU64::new(0),
-            operations: AtomicU64::new(0),
-            injected: AtomicU64::new(0),
-        }
+#[async_trait]
+impl Interceptor for Faults {
+    async fn before(&self, call: &Call) -> Result<()> {
+        self.check(call.operation, &call.location)
     }
 
-    pub fn set_mode(&self, mode: FailureMode) {
-        self.mode.store(mode.encode(), Ordering::SeqCst);
+    fn name(&self) -> &'static str {
+        "FailingObjectStore"
     }
+}
 
-    pub fn mode(&self) -> FailureMode {
+impl Faults {
+    fn mode(&self) -> FailureMode {
         FailureMode::decode(self.mode.load(Ordering::SeqCst))
-    }
-
-    /// Makes the `n`-th call from now fail once (`n = 1`: the next call). `n = 0` disarms.
-    pub fn fail_nth_operation(&self, n: u64) {
-        let target = if n == 0 {
-            0
-        } else {
-            self.operations.load(Ordering::SeqCst) + n
-        };
-        self.fail_at_operation.store(target, Ordering::SeqCst);
-    }
-
-    /// Calls seen so far, failed or not.
-    pub fn operation_count(&self) -> u64 {
-        self.operations.load(Ordering::SeqCst)
-    }
-
-    /// Calls failed so far.
-    pub fn injected_failures(&self) -> u64 {
-        self.injected.load(Ordering::SeqCst)
     }
 
     fn check(&self, op: Operation, location: &Path) -> Result<()> {
@@ -137,104 +109,69 @@ impl FailingObjectStore {
         }
         self.injected.fetch_add(1, Ordering::SeqCst);
         tracing::debug!(operation = op.name(), %location, number, "injecting object store failure");
-        Err(object_store::Error::Generic {
-            store: "FailingObjectStore",
-            source: Box::new(InjectedFault {
-                operation: op.name(),
-                location: location.to_string(),
-            }),
-        })
+        Err(injected(op, location))
     }
 }
 
-impl fmt::Display for FailingObjectStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "FailingObjectStore({})", self.inner)
+/// The error a fault injector answers with, recognised by [`is_injected_fault`].
+pub fn injected(op: Operation, location: &Path) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "FailingObjectStore",
+        source: Box::new(InjectedFault {
+            operation: op.name(),
+            location: location.to_string(),
+        }),
     }
 }
 
-fn failed_stream<T: Send + 'static>(err: object_store::Error) -> BoxStream<'static, Result<T>> {
-    stream::once(async move { Err(err) }).boxed()
-}
-
-#[async_trait]
-impl ObjectStore for FailingObjectStore {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> Result<PutResult> {
-        self.check(Operation::Put, location)?;
-        self.inner.put_opts(location, payload, opts).await
+impl Intercepted<Faults> {
+    pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
+        let faults = Faults {
+            mode: AtomicU8::new(FailureMode::Off.encode()),
+            fail_at_operation: AtomicU64::new(0),
+            operations: AtomicU64::new(0),
+            injected: AtomicU64::new(0),
+        };
+        Intercepted::wrap(inner, faults)
     }
 
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> Result<Box<dyn MultipartUpload>> {
-        self.check(Operation::Put, location)?;
-        self.inner.put_multipart_opts(location, opts).await
+    pub fn set_mode(&self, mode: FailureMode) {
+        self.interceptor()
+            .mode
+            .store(mode.encode(), Ordering::SeqCst);
     }
 
-    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        self.check(Operation::Get, location)?;
-        self.inner.get_opts(location, options).await
+    pub fn mode(&self) -> FailureMode {
+        self.interceptor().mode()
     }
 
-    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        self.check(Operation::Get, location)?;
-        self.inner.get_ranges(location, ranges).await
+    /// Makes the `n`-th call from now fail once (`n = 1`: the next call). `n = 0` disarms.
+    pub fn fail_nth_operation(&self, n: u64) {
+        let faults = self.interceptor();
+        let target = if n == 0 {
+            0
+        } else {
+            faults.operations.load(Ordering::SeqCst) + n
+        };
+        faults.fail_at_operation.store(target, Ordering::SeqCst);
     }
 
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, Result<Path>>,
-    ) -> BoxStream<'static, Result<Path>> {
-        match self.check(Operation::Delete, &Path::default()) {
-            Ok(()) => self.inner.delete_stream(locations),
-            Err(err) => failed_stream(err),
-        }
+    /// Calls seen so far, failed or not.
+    pub fn operation_count(&self) -> u64 {
+        self.interceptor().operations.load(Ordering::SeqCst)
     }
 
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        match self.check(Operation::List, prefix.unwrap_or(&Path::default())) {
-            Ok(()) => self.inner.list(prefix),
-            Err(err) => failed_stream(err),
-        }
-    }
-
-    fn list_with_offset(
-        &self,
-        prefix: Option<&Path>,
-        offset: &Path,
-    ) -> BoxStream<'static, Result<ObjectMeta>> {
-        match self.check(Operation::List, prefix.unwrap_or(&Path::default())) {
-            Ok(()) => self.inner.list_with_offset(prefix, offset),
-            Err(err) => failed_stream(err),
-        }
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        self.check(Operation::List, prefix.unwrap_or(&Path::default()))?;
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.check(Operation::Put, to)?;
-        self.inner.copy_opts(from, to, options).await
-    }
-
-    async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
-        self.check(Operation::Put, to)?;
-        self.inner.rename_opts(from, to, options).await
+    /// Calls failed so far.
+    pub fn injected_failures(&self) -> u64 {
+        self.interceptor().injected.load(Ordering::SeqCst)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+    use futures::StreamExt;
     use object_store::memory::InMemory;
     use object_store::ObjectStoreExt;
 

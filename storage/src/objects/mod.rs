@@ -7,15 +7,19 @@
 mod counting;
 mod error;
 mod failing;
+mod intercept;
 mod open;
 mod operation;
 mod slow;
 mod staging;
 
-pub use counting::{CountingObjectStore, OperationCounts};
+pub use counting::{Counter, CountingObjectStore, OperationCounts};
 pub use error::ObjectsError;
-pub use failing::{is_injected_fault, FailingObjectStore, FailureMode, InjectedFault};
+pub use failing::{
+    injected, is_injected_fault, FailingObjectStore, FailureMode, Faults, InjectedFault,
+};
+pub use intercept::{Call, Intercepted, Interceptor};
 pub use open::{open, open_with, OpenOptions};
 pub use operation::Operation;
-pub use slow::SlowObjectStore;
+pub use slow::{Latency, SlowObjectStore};
 pub use staging::{local_folder, sweep_staging_files, StagingSweep};
