@@ -36,6 +36,9 @@ pub struct CompactorConfig {
     pub local_folder: Option<std::path::PathBuf>,
     /// A staging file unmodified this long belongs to a dead upload.
     pub staging_idle_ms: u64,
+    /// Encode Parquet on the calling thread instead of tokio's blocking pool: only for the
+    /// single-threaded deterministic simulation.
+    pub cpu_work_inline: bool,
 }
 
 impl Default for CompactorConfig {
@@ -57,6 +60,7 @@ impl Default for CompactorConfig {
             retry_backoff_max_ms: 300_000,
             local_folder: None,
             staging_idle_ms: 600_000,
+            cpu_work_inline: false,
         }
     }
 }

@@ -272,7 +272,7 @@ mod tests {
         let referenced = env.file(0, 10).await;
         env.reference(&referenced, 10).await;
         let orphan = env.file(0, 7).await;
-        let written_ms = crate::swap::now_ms();
+        let written_ms = storage::clock::system_now_ms();
         let sweeper = env.sweeper();
 
         // Too young: a swap may still be on its way.
@@ -304,7 +304,7 @@ mod tests {
             stream: "t2-0".into(),
             ..running.clone()
         };
-        let late = crate::swap::now_ms() + 100 * GRACE_MS;
+        let late = storage::clock::system_now_ms() + 100 * GRACE_MS;
         let sweeper = env.sweeper();
         for step in 0..3 {
             let now = late + step * GRACE_MS;
@@ -334,7 +334,7 @@ mod tests {
     async fn a_marked_file_that_a_replay_swapped_in_is_kept_and_unmarked() {
         let env = env().await;
         let file = env.file(0, 10).await;
-        let late = crate::swap::now_ms() + 100 * GRACE_MS;
+        let late = storage::clock::system_now_ms() + 100 * GRACE_MS;
         let sweeper = env.sweeper();
         sweeper.run(&[], late).await.unwrap();
         assert!(env.marked(&file).await);

@@ -11,7 +11,6 @@ use crate::clock::{Clock, SystemClock};
 use crate::orphans::OrphanSweeper;
 use crate::reclaim::Reclaimer;
 use crate::scheduler::Scheduler;
-use crate::swap::now_ms;
 use crate::tasks::TaskStore;
 use crate::throttle::ReadThrottle;
 use crate::{leader, wal_scan, CompactorConfig, CompactorError};
@@ -66,7 +65,7 @@ impl Compactor {
         coord_meta: Arc<dyn MetaStore>,
         config: CompactorConfig,
     ) -> Self {
-        let owner = format!("{}-{}", std::process::id(), now_ms());
+        let owner = format!("{}-{}", std::process::id(), storage::clock::system_now_ms());
         let throttle = ReadThrottle::new(config.read_bytes_per_sec);
         Compactor {
             objects,

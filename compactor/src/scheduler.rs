@@ -54,6 +54,7 @@ impl Scheduler<'_> {
             meta: self.index_meta,
             config: self.config,
             throttle: self.throttle,
+            clock: self.clock,
         }
     }
 

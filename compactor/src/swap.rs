@@ -16,6 +16,7 @@ use storage::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 use storage::wal::format;
 use storage::{stream, FileType, IndexEntry};
 
+use crate::clock::Clock;
 use crate::throttle::ReadThrottle;
 use crate::upload::Upload;
 use crate::{CompactorConfig, CompactorError};
@@ -38,6 +39,7 @@ pub struct StreamCompactor<'a> {
     pub config: &'a CompactorConfig,
     /// Shared by all workers: `read_bytes_per_sec` bounds their sum.
     pub throttle: &'a ReadThrottle,
+    pub clock: &'a dyn Clock,
 }
 
 pub fn compacted_key(stream: &str) -> String {
@@ -198,7 +200,7 @@ impl StreamCompactor<'_> {
             crc32c: written.crc32c,
             min_timestamp: written.min_timestamp,
             max_timestamp: written.max_timestamp,
-            write_time_ms: now_ms(),
+            write_time_ms: self.clock.now_ms(),
             batches: written.batches,
         };
         // (2) the PARQUET entry at the range's last key, only if that key is still the RAW we read.
@@ -253,7 +255,7 @@ impl StreamCompactor<'_> {
             };
             bytes_read += payload.len() as u64;
             let base_offset = e.base_offset;
-            let encode = off_runtime(move || {
+            let encode = off_runtime(self.config.cpu_work_inline, move || {
                 writer.push(base_offset, payload)?;
                 let output = writer.take_output()?;
                 Ok((writer, output))
@@ -274,7 +276,8 @@ impl StreamCompactor<'_> {
                 upload.write(output).await?;
             }
         }
-        let (tail, written) = off_runtime(move || writer.finish()).await?;
+        let inline = self.config.cpu_work_inline;
+        let (tail, written) = off_runtime(inline, move || writer.finish()).await?;
         if written.records != expected_records {
             return Err(CompactorError::Corrupt(format!(
                 "{stream}: batches hold {} records, the index says {expected_records}",
@@ -330,18 +333,13 @@ impl StreamCompactor<'_> {
     }
 }
 
-/// Runs CPU-bound writer work (decode, encode, compress) on the blocking pool.
+/// Runs CPU-bound writer work (decode, encode, compress) off the async threads.
 async fn off_runtime<T: Send + 'static>(
+    inline: bool,
     work: impl FnOnce() -> Result<T, CompactedError> + Send + 'static,
 ) -> Result<T, CompactorError> {
-    tokio::task::spawn_blocking(work)
+    storage::cpu::run(inline, work)
         .await
         .map_err(|e| CompactorError::Corrupt(format!("writer task failed: {e}")))?
         .map_err(CompactorError::from)
-}
-
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -46,11 +46,11 @@ impl ManualClock {
         }
     }
 
-    pub fn advance(&self, by_ms: u64) {
+    pub fn advance_ms(&self, by_ms: u64) {
         self.now_ms.fetch_add(by_ms, Ordering::SeqCst);
     }
 
-    pub fn set(&self, now_ms: u64) {
+    pub fn set_ms(&self, now_ms: u64) {
         self.now_ms.store(now_ms, Ordering::SeqCst);
     }
 }

@@ -33,6 +33,9 @@ pub struct StorageConfig {
     /// Derive the unique part of WAL object keys from this seed and a counter instead of a
     /// random UUID: only for the reproducible engine simulation.
     pub wal_object_id_seed: Option<u64>,
+    /// Decode compacted row groups on the calling thread instead of tokio's blocking pool:
+    /// only for the single-threaded deterministic simulation.
+    pub cpu_work_inline: bool,
 }
 
 impl Default for StorageConfig {
@@ -55,6 +58,7 @@ impl Default for StorageConfig {
             stream_states_max: 16_384,
             wal_prefix: "wal".to_string(),
             wal_object_id_seed: None,
+            cpu_work_inline: false,
         }
     }
 }

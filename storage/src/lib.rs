@@ -7,6 +7,7 @@ pub mod cache;
 pub mod clock;
 pub mod compacted;
 pub mod config;
+pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod index;

@@ -95,7 +95,7 @@ impl Storage {
             .await?;
         let footer = footer.clone();
         let object_key = entry.object_key.clone();
-        let rebuilt = tokio::task::spawn_blocking(move || {
+        let rebuilt = crate::cpu::run(self.config.cpu_work_inline, move || {
             crate::compacted::decode_group(&footer, group, bytes, &RebuildOptions::default())
         })
         .await
