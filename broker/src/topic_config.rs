@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-// Retention is read by the compactor too, so its names and defaults live in storage.
-pub use storage::topics::{RETENTION_BYTES, RETENTION_MS};
+pub const RETENTION_MS: &str = "retention.ms";
+pub const RETENTION_BYTES: &str = "retention.bytes";
 pub const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
 pub const CLEANUP_POLICY: &str = "cleanup.policy";
 
@@ -44,14 +44,14 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     },
     TopicConfigDef {
         name: RETENTION_BYTES,
-        default: storage::topics::RETENTION_BYTES_DEFAULT,
+        default: "-1",
         config_type: ConfigType::Long,
         broker_synonym: "log.retention.bytes",
         doc: "Bytes kept per partition before old data is deleted; -1 means no limit.",
     },
     TopicConfigDef {
         name: RETENTION_MS,
-        default: storage::topics::RETENTION_MS_DEFAULT,
+        default: "604800000",
         config_type: ConfigType::Long,
         broker_synonym: "log.retention.ms",
         doc: "Time a record is kept before it is deleted; -1 means no limit.",
