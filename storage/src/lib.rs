@@ -11,6 +11,7 @@ pub mod index;
 pub mod log;
 pub mod meta;
 pub mod objects;
+pub mod record_batch;
 pub mod stream;
 pub mod topics;
 pub mod wal;

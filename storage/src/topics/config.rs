@@ -132,6 +132,43 @@ impl TopicConfig {
     }
 }
 
+impl TopicConfig {
+    /// [`Self::resolve`] for a stored record, valid when written but perhaps not on this broker
+    /// (another version, other defaults): overrides that fail are left out, and returned.
+    pub fn resolve_lenient(
+        overrides: &BTreeMap<String, String>,
+        defaults: &TopicDefaults,
+    ) -> (TopicConfig, Vec<ConfigError>) {
+        let first_error = match TopicConfig::resolve(overrides, defaults) {
+            Ok(config) => return (config, Vec::new()),
+            Err(e) => e,
+        };
+        let mut errors = Vec::new();
+        let kept: BTreeMap<String, String> = overrides
+            .iter()
+            .filter(
+                |(name, _)| match effective_value(overrides, defaults, name) {
+                    Ok(_) => true,
+                    Err(e) => {
+                        errors.push(e);
+                        false
+                    }
+                },
+            )
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        match TopicConfig::resolve(&kept, defaults) {
+            Ok(config) => (config, errors),
+            Err(_) => {
+                errors.push(first_error);
+                let config = TopicConfig::resolve(&BTreeMap::new(), defaults)
+                    .unwrap_or_else(|_| TopicConfig::kafka_defaults());
+                (config, errors)
+            }
+        }
+    }
+}
+
 /// The parsed, validated value of `name` for a topic: its override, else the broker default.
 /// `Ok(None)` for a config without any value (Kafka's null default).
 pub fn effective_value(
@@ -277,6 +314,19 @@ mod tests {
         assert_eq!(c.compression, TopicCompression::Zstd { level: 7 });
         let c = TopicConfig::resolve(&overrides(&[("retention.ms", "-1")]), &defaults).unwrap();
         assert_eq!(c.retention_ms, None);
+    }
+
+    #[test]
+    fn a_stored_record_resolves_without_its_bad_overrides() {
+        let stored = overrides(&[
+            ("retention.ms", "1000"),
+            ("segment.bytes", "10"),
+            ("some.future.config", "x"),
+        ]);
+        let (config, errors) = TopicConfig::resolve_lenient(&stored, &TopicDefaults::kafka());
+        assert_eq!(config.retention_ms, Some(1000));
+        assert_eq!(config.segment_bytes, 1 << 30);
+        assert_eq!(errors.len(), 2, "{errors:?}");
     }
 
     #[test]
