@@ -14,4 +14,4 @@ pub mod sequencer;
 pub mod server;
 pub mod stats;
 pub mod storage_errors;
-pub mod topic_config;
+pub mod topic_names;

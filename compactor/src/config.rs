@@ -33,6 +33,10 @@ pub struct CompactorConfig {
     pub local_folder: Option<std::path::PathBuf>,
     /// A staging file unmodified this long belongs to a dead upload.
     pub staging_idle_ms: u64,
+    /// The broker settings (`--log-retention-ms`, ...) that give topics without an override
+    /// their configs; the same as the brokers'. Resolve a topic with
+    /// `TopicRecord::config(&topic_defaults)`.
+    pub topic_defaults: storage::topics::TopicDefaults,
 }
 
 impl Default for CompactorConfig {
@@ -53,6 +57,7 @@ impl Default for CompactorConfig {
             retry_backoff_max_ms: 300_000,
             local_folder: None,
             staging_idle_ms: 600_000,
+            topic_defaults: storage::topics::TopicDefaults::kafka(),
         }
     }
 }

@@ -1,11 +1,16 @@
-//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (the four configs in
-//! `topic_config`) and for this broker (described, read-only).
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (every Kafka topic
+//! config, see `storage::topics`) and for this broker (described, read-only: its settings are
+//! flags).
+
+mod broker_entries;
+mod entries;
+mod incremental;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::{
     alter_configs_response, incremental_alter_configs_response, AlterConfigsRequest,
@@ -13,32 +18,24 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use kafka_protocol::ResponseError;
+use storage::topics::{validate_overrides, ConfigError, TopicConfig};
 
-use super::create_topics::{SOURCE_DEFAULT, SOURCE_TOPIC};
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::catalog::CatalogError;
 use crate::context::Broker;
-use crate::topic_config::{self, ConfigType, InvalidConfig, CLEANUP_POLICY, TOPIC_CONFIGS};
+use crate::topic_names;
+pub(super) use entries::topic_entries;
+use entries::Entry;
+use incremental::{apply_ops, check_ops, Op};
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
-const SOURCE_STATIC_BROKER: i8 = 4;
-
-const OP_SET: i8 = 0;
-const OP_DELETE: i8 = 1;
-const OP_APPEND: i8 = 2;
-const OP_SUBTRACT: i8 = 3;
 
 type Refusal = (ResponseError, String);
 
-/// One described config entry, before encoding.
-struct Entry {
-    name: String,
-    value: String,
-    source: i8,
-    read_only: bool,
-    config_type: ConfigType,
-    doc: &'static str,
+/// A config refused: INVALID_CONFIG with Kafka's message.
+pub(super) fn config_refusal(error: ConfigError) -> Refusal {
+    (ResponseError::InvalidConfig, error.to_string())
 }
 
 pub async fn describe(
@@ -49,13 +46,14 @@ pub async fn describe(
     let mut results = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let name = resource.resource_name.to_string();
+        let synonyms = request.include_synonyms;
         let entries = match resource.resource_type {
-            RESOURCE_TOPIC => topic_entries(broker, &name).await,
-            RESOURCE_BROKER => broker_entries(broker, &name),
-            other => Err((
-                ResponseError::InvalidRequest,
-                format!("Unsupported resource type {other}"),
-            )),
+            RESOURCE_TOPIC => lookup_topic(broker, &name)
+                .await
+                .map(|t| topic_entries(&t.record.configs, broker.catalog.defaults(), synonyms)),
+            RESOURCE_BROKER => check_broker(broker, &name)
+                .map(|()| broker_entries::broker_entries(broker, synonyms)),
+            other => Err(unsupported_resource(other)),
         };
         let result = DescribeConfigsResult::default()
             .with_resource_type(resource.resource_type)
@@ -87,46 +85,35 @@ fn encode_entry(
     version: i16,
     include_documentation: bool,
 ) -> DescribeConfigsResourceResult {
+    let synonyms = entry
+        .synonyms
+        .iter()
+        .map(|s| {
+            DescribeConfigsSynonym::default()
+                .with_name(str_bytes(&s.name))
+                .with_value(s.value.as_deref().map(str_bytes))
+                .with_source(s.source as i8)
+        })
+        .collect();
     let result = DescribeConfigsResourceResult::default()
         .with_name(str_bytes(&entry.name))
-        .with_value(Some(str_bytes(&entry.value)))
+        .with_value(entry.value.as_deref().map(str_bytes))
         .with_read_only(entry.read_only)
-        .with_config_source(entry.source)
-        .with_config_type(entry.config_type as i8);
+        .with_config_source(entry.source as i8)
+        .with_config_type(entry.config_type.describe_code())
+        .with_synonyms(synonyms);
     if version >= 3 && include_documentation {
-        result.with_documentation(Some(str_bytes(entry.doc)))
+        result.with_documentation(Some(str_bytes(&entry.doc)))
     } else {
         result
     }
-}
-
-async fn topic_entries(broker: &Arc<Broker>, name: &str) -> Result<Vec<Entry>, Refusal> {
-    let topic = lookup_topic(broker, name).await?;
-    Ok(TOPIC_CONFIGS
-        .iter()
-        .map(|def| {
-            let (value, is_default) = topic_config::effective(&topic.record.configs, def);
-            Entry {
-                name: def.name.to_string(),
-                value: value.to_string(),
-                source: if is_default {
-                    SOURCE_DEFAULT
-                } else {
-                    SOURCE_TOPIC
-                },
-                read_only: false,
-                config_type: def.config_type,
-                doc: def.doc,
-            }
-        })
-        .collect())
 }
 
 async fn lookup_topic(
     broker: &Arc<Broker>,
     name: &str,
 ) -> Result<Arc<crate::catalog::Topic>, Refusal> {
-    topic_config::validate_topic_name(name)
+    topic_names::validate_topic_name(name)
         .map_err(|m| (ResponseError::InvalidTopicException, m))?;
     match broker.catalog.refresh(name).await {
         Ok(Some(topic)) => Ok(topic),
@@ -142,8 +129,7 @@ fn unknown_topic(name: &str) -> Refusal {
     )
 }
 
-/// The broker settings clients may care about; all are static (set at startup).
-fn broker_entries(broker: &Broker, name: &str) -> Result<Vec<Entry>, Refusal> {
+fn check_broker(broker: &Broker, name: &str) -> Result<(), Refusal> {
     let me = broker.node.broker_id;
     if !name.is_empty() && name != me.to_string() {
         return Err((
@@ -151,82 +137,44 @@ fn broker_entries(broker: &Broker, name: &str) -> Result<Vec<Entry>, Refusal> {
             format!("Unexpected broker id {name}, this is broker {me}"),
         ));
     }
-    let config = &broker.config;
-    let stat = |name: &str, value: String, config_type: ConfigType, doc: &'static str| Entry {
-        name: name.to_string(),
-        value,
-        source: SOURCE_STATIC_BROKER,
-        read_only: true,
-        config_type,
-        doc,
-    };
-    let mut entries = vec![
-        stat(
-            "broker.id",
-            me.to_string(),
-            ConfigType::Int,
-            "This broker's id (--broker-id).",
-        ),
-        stat(
-            "num.partitions",
-            config.default_partitions.to_string(),
-            ConfigType::Int,
-            "Partitions of auto-created topics (--default-partitions).",
-        ),
-        stat(
-            "auto.create.topics.enable",
-            config.auto_create_topics.to_string(),
-            ConfigType::Boolean,
-            "Metadata requests may create topics (--auto-create-topics).",
-        ),
-        stat(
-            "socket.request.max.bytes",
-            config.max_frame_bytes.to_string(),
-            ConfigType::Int,
-            "Largest request accepted (--max-frame-bytes).",
-        ),
-        stat(
-            "default.replication.factor",
-            "1".into(),
-            ConfigType::Int,
-            "Replication is the object store's job: always 1.",
-        ),
-    ];
-    if let Some(rack) = &broker.node.rack {
-        entries.push(stat(
-            "broker.rack",
-            rack.clone(),
-            ConfigType::String,
-            "Rack (zone) of this broker (--rack).",
-        ));
+    Ok(())
+}
+
+fn unsupported_resource(resource_type: i8) -> Refusal {
+    (
+        ResponseError::InvalidRequest,
+        format!("Unsupported resource type {resource_type}"),
+    )
+}
+
+/// The resource a refusal is logged with.
+fn resource_label(resource_type: i8, name: &str) -> String {
+    match resource_type {
+        RESOURCE_TOPIC => name.to_string(),
+        RESOURCE_BROKER => format!("broker {name}"),
+        other => format!("resource type {other} {name}"),
     }
-    for def in TOPIC_CONFIGS {
-        entries.push(Entry {
-            name: def.broker_synonym.to_string(),
-            value: def.default.to_string(),
-            source: SOURCE_DEFAULT,
-            read_only: true,
-            config_type: def.config_type,
-            doc: def.doc,
-        });
-    }
-    Ok(entries)
 }
 
 /// AlterConfigs replaces a topic's whole set of overrides.
-pub async fn alter(broker: &Arc<Broker>, request: AlterConfigsRequest) -> AlterConfigsResponse {
+pub async fn alter(
+    broker: &Arc<Broker>,
+    context: &RequestContext,
+    request: AlterConfigsRequest,
+) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let name = resource.resource_name.to_string();
         let outcome = match resource.resource_type {
             RESOURCE_TOPIC => {
-                let configs = topic_config::validate_all(
+                let configs = validate_overrides(
                     resource
                         .configs
                         .iter()
                         .map(|c| (c.name.as_str(), c.value.as_deref())),
+                    broker.catalog.defaults(),
                 )
-                .map_err(invalid);
+                .map_err(config_refusal);
                 match configs {
                     Ok(configs) => {
                         apply(broker, &name, request.validate_only, move |current| {
@@ -239,11 +187,12 @@ pub async fn alter(broker: &Arc<Broker>, request: AlterConfigsRequest) -> AlterC
                 }
             }
             RESOURCE_BROKER => Err(read_only_broker()),
-            other => Err((
-                ResponseError::InvalidRequest,
-                format!("Unsupported resource type {other}"),
-            )),
+            other => Err(unsupported_resource(other)),
         };
+        if let Err((code, message)) = &outcome {
+            let label = resource_label(resource.resource_type, &name);
+            context.refused("alter_configs", &label, *code, message);
+        }
         let response = alter_configs_response::AlterConfigsResourceResponse::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name);
@@ -260,12 +209,13 @@ pub async fn alter(broker: &Arc<Broker>, request: AlterConfigsRequest) -> AlterC
 /// IncrementalAlterConfigs: SET / DELETE per key, APPEND / SUBTRACT on list configs.
 pub async fn incremental_alter(
     broker: &Arc<Broker>,
+    context: &RequestContext,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let name = resource.resource_name.to_string();
-        let ops: Vec<(String, i8, Option<String>)> = resource
+        let ops: Vec<Op> = resource
             .configs
             .iter()
             .map(|c| {
@@ -279,19 +229,21 @@ pub async fn incremental_alter(
         let outcome = match resource.resource_type {
             RESOURCE_TOPIC => match check_ops(&ops) {
                 Ok(()) => {
+                    let defaults = broker.catalog.defaults();
                     apply(broker, &name, request.validate_only, |current| {
-                        apply_ops(current, &ops)
+                        apply_ops(current, &ops, defaults)
                     })
                     .await
                 }
                 Err(refusal) => Err(refusal),
             },
             RESOURCE_BROKER => Err(read_only_broker()),
-            other => Err((
-                ResponseError::InvalidRequest,
-                format!("Unsupported resource type {other}"),
-            )),
+            other => Err(unsupported_resource(other)),
         };
+        if let Err((code, message)) = &outcome {
+            let label = resource_label(resource.resource_type, &name);
+            context.refused("incremental_alter_configs", &label, *code, message);
+        }
         let response = incremental_alter_configs_response::AlterConfigsResourceResponse::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name);
@@ -305,98 +257,30 @@ pub async fn incremental_alter(
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }
 
-fn check_ops(ops: &[(String, i8, Option<String>)]) -> Result<(), Refusal> {
-    let mut seen = BTreeSet::new();
-    for (name, _, _) in ops {
-        if !seen.insert(name) {
-            return Err((
-                ResponseError::InvalidRequest,
-                format!("Duplicate config key in request: {name}"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn apply_ops(
-    current: &mut BTreeMap<String, String>,
-    ops: &[(String, i8, Option<String>)],
-) -> Result<(), Refusal> {
-    for (name, op, value) in ops {
-        let def = topic_config::definition(name)
-            .ok_or_else(|| invalid(InvalidConfig(format!("Unknown topic config name: {name}"))))?;
-        let is_list = def.config_type == ConfigType::List;
-        match *op {
-            OP_SET => {
-                let value = value
-                    .as_deref()
-                    .ok_or_else(|| invalid(InvalidConfig(format!("Null value for {name}"))))?;
-                topic_config::validate(name, value).map_err(invalid)?;
-                current.insert(name.clone(), value.trim().to_string());
-            }
-            OP_DELETE => {
-                current.remove(name);
-            }
-            OP_APPEND | OP_SUBTRACT if is_list => {
-                let value = value.as_deref().unwrap_or_default();
-                let (base, _) = topic_config::effective(current, def);
-                let mut items: Vec<String> = base
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(String::from)
-                    .collect();
-                for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                    if *op == OP_APPEND {
-                        if !items.iter().any(|i| i == item) {
-                            items.push(item.to_string());
-                        }
-                    } else {
-                        items.retain(|i| i != item);
-                    }
-                }
-                let joined = items.join(",");
-                if name == CLEANUP_POLICY && joined.is_empty() {
-                    return Err(invalid(InvalidConfig(
-                        "cleanup.policy must not be empty".into(),
-                    )));
-                }
-                topic_config::validate(name, &joined).map_err(invalid)?;
-                current.insert(name.clone(), joined);
-            }
-            OP_APPEND | OP_SUBTRACT => {
-                return Err(invalid(InvalidConfig(format!(
-                    "Config value append/subtract is not allowed for config key {name}"
-                ))))
-            }
-            other => {
-                return Err((
-                    ResponseError::InvalidRequest,
-                    format!("Unknown config operation {other}"),
-                ))
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Runs `change` on a topic's overrides; stores the result unless `validate_only`.
+/// Runs `change` on a topic's overrides and checks that the topic's config still resolves;
+/// stores the result unless `validate_only`.
 async fn apply(
     broker: &Arc<Broker>,
     name: &str,
     validate_only: bool,
     change: impl Fn(&mut BTreeMap<String, String>) -> Result<(), Refusal>,
 ) -> Result<(), Refusal> {
+    let defaults = broker.catalog.defaults();
+    let checked = |configs: &mut BTreeMap<String, String>| -> Result<(), Refusal> {
+        change(configs)?;
+        TopicConfig::resolve(configs, defaults).map_err(config_refusal)?;
+        Ok(())
+    };
     if validate_only {
         let topic = lookup_topic(broker, name).await?;
         let mut configs = topic.record.configs.clone();
-        return change(&mut configs);
+        return checked(&mut configs);
     }
-    topic_config::validate_topic_name(name)
+    topic_names::validate_topic_name(name)
         .map_err(|m| (ResponseError::InvalidTopicException, m))?;
     match broker
         .catalog
-        .update(name, |record| change(&mut record.configs))
+        .update(name, |record| checked(&mut record.configs))
         .await
     {
         Ok(Ok(topic)) => {
@@ -407,10 +291,6 @@ async fn apply(
         Err(CatalogError::NotFound(_)) => Err(unknown_topic(name)),
         Err(error) => Err((ResponseError::RequestTimedOut, error.to_string())),
     }
-}
-
-fn invalid(error: InvalidConfig) -> Refusal {
-    (ResponseError::InvalidConfig, error.0)
 }
 
 fn read_only_broker() -> Refusal {
