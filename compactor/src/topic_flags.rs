@@ -142,6 +142,22 @@ mod tests {
     }
 
     #[test]
+    fn docs_hold_the_current_tables() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/topic-configs.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let flags: Vec<&str> = flag_settings().collect();
+        let regenerate = "regenerate with `cargo run -p compactor --example topic_configs_table`";
+        assert!(
+            doc.contains(&storage::topics::topic_configs_table()),
+            "docs/topic-configs.md: topic configs table is stale; {regenerate}"
+        );
+        assert!(
+            doc.contains(&storage::topics::broker_settings_table(&flags)),
+            "docs/topic-configs.md: broker settings table is stale; {regenerate}"
+        );
+    }
+
+    #[test]
     fn the_required_flags_exist() {
         let names: Vec<&str> = flag_settings().collect();
         for required in [

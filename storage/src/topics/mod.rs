@@ -12,6 +12,7 @@ mod defaults;
 mod defs;
 pub mod docs;
 mod record;
+mod table;
 mod validate;
 mod validator;
 mod value;
@@ -21,6 +22,7 @@ pub use config::{effective_value, CleanupPolicy, TimestampType, TopicCompression
 pub use defaults::{DefaultValue, TopicDefaults};
 pub use defs::{definition, ConfigDef, Effect, TOPIC_CONFIGS};
 pub use record::*;
+pub use table::{broker_settings_table, topic_configs_table};
 pub use validate::{validate_override, validate_overrides};
 pub use validator::Validator;
 pub use value::{java_double, ConfigType, Value};
