@@ -110,8 +110,10 @@ fn needs_reencode(config: &TopicConfig, batch: &BatchInfo) -> bool {
         .is_some_and(|codec| codec != batch.attributes & 0x07)
 }
 
+/// Whether create times are bounded in the past, which needs every record read.
 fn bounds_the_past(config: &TopicConfig) -> bool {
-    config.timestamp_before_max_ms < i64::MAX as u64
+    config.timestamp_type == TimestampType::CreateTime
+        && config.timestamp_before_max_ms < i64::MAX as u64
 }
 
 fn reencode(batch: &[u8], compression: TopicCompression) -> Result<Vec<u8>, Refused> {
