@@ -3,9 +3,10 @@
 #
 #   scripts/kafka-reference.sh install
 #       copy Kafka's jars into tests/.work/kafka/libs (skipped when already there)
-#   scripts/kafka-reference.sh start --dir DIR [--port 9092] [--controller-port 9093]
+#   scripts/kafka-reference.sh start --dir DIR [--port 9092] [--controller-port 9093] [--property k=v]...
 #       format DIR once (kept across restarts) and run the broker in the foreground (exec java),
 #       so the caller's pid is the JVM's: SIGKILL/SIGTERM on it behave as on a real broker.
+#       Each --property is appended to server.properties (e.g. log.retention.ms=3600000).
 #       KAFKA_REFERENCE_PROPERTIES="a=1;b=2" adds (or overrides) server properties, for tests
 #       that need a broker setting such as log.retention.check.interval.ms.
 #   scripts/kafka-reference.sh classpath
@@ -34,9 +35,11 @@ classpath() {
 
 start() {
   local dir="" port=9092 cport=9093
+  local properties=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --dir) dir="$2"; shift 2 ;;
+      --property) properties+=("$2"); shift 2 ;;
       --port) port="$2"; shift 2 ;;
       --controller-port) cport="$2"; shift 2 ;;
       *) echo "unknown argument: $1" >&2; exit 2 ;;
@@ -71,6 +74,9 @@ group.initial.rebalance.delay.ms=0
 # huge frame and never sends it must not exhaust the heap.
 queued.max.request.bytes=268435456
 PROPS
+  if [ ${#properties[@]} -gt 0 ]; then
+    printf '%s\n' "${properties[@]}" >> "$dir/server.properties"
+  fi
   if [ -n "${KAFKA_REFERENCE_PROPERTIES:-}" ]; then
     printf '%s\n' "$KAFKA_REFERENCE_PROPERTIES" | tr ';' '\n' >> "$dir/server.properties"
   fi

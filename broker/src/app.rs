@@ -77,7 +77,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let coordination_meta =
         open_meta_store(&config.metastore, &config.data_dir, MetaOptions::default()).await?;
     let cluster_id = cluster_id(coordination_meta.as_ref()).await?;
-    let catalog = Catalog::open(coordination_meta.clone()).await?;
+    let catalog = Catalog::open(coordination_meta.clone(), config.topic_defaults().clone()).await?;
     let storage =
         storage::Storage::open(config.storage_config(), objects.clone(), index_meta.clone());
     // Long polls here wake on other brokers' appends.

@@ -12,7 +12,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use futures::StreamExt;
 use storage::meta::{Comparison, Expect, MetaError, MetaStore, Notification, PutOptions};
-use storage::topics::{topic_key, TopicError, TOPICS_END, TOPICS_PREFIX};
+use storage::topics::{
+    topic_key, TopicConfig, TopicDefaults, TopicError, TOPICS_END, TOPICS_PREFIX,
+};
 use uuid::Uuid;
 
 const SCAN_PAGE: usize = 1000;
@@ -22,12 +24,14 @@ const UPDATE_ATTEMPTS: usize = 16;
 /// What the store holds for a topic (shared with the compactor, which reads retention).
 pub use storage::topics::TopicRecord;
 
-/// A topic as cached, with the store version it was read at.
+/// A topic as cached, with the store version it was read at and its typed config (resolved
+/// once, when the record is cached: the produce path reads it on every batch).
 #[derive(Debug, Clone)]
 pub struct Topic {
     pub name: String,
     pub record: TopicRecord,
     pub version_id: i64,
+    pub config: TopicConfig,
 }
 
 impl Topic {
@@ -54,6 +58,8 @@ pub enum CatalogError {
 
 pub struct Catalog {
     meta: Arc<dyn MetaStore>,
+    /// The broker settings topics without an override take their configs from.
+    defaults: TopicDefaults,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
     /// Changes whenever the set of topic names does (changed under the write lock), so that
     /// regex subscriptions know when to match again without listing the names.
@@ -62,9 +68,13 @@ pub struct Catalog {
 
 impl Catalog {
     /// Loads every topic and starts following changes made by other brokers.
-    pub async fn open(meta: Arc<dyn MetaStore>) -> Result<Arc<Catalog>, CatalogError> {
+    pub async fn open(
+        meta: Arc<dyn MetaStore>,
+        defaults: TopicDefaults,
+    ) -> Result<Arc<Catalog>, CatalogError> {
         let catalog = Arc::new(Catalog {
             meta: meta.clone(),
+            defaults,
             topics: RwLock::new(HashMap::new()),
             names_generation: AtomicU64::new(0),
         });
@@ -94,7 +104,7 @@ impl Catalog {
                 .await?;
             let full = page.len() == SCAN_PAGE;
             for record in &page {
-                let topic = decode(&record.key, &record.value, record.version.version_id)?;
+                let topic = self.decode(&record.key, &record.value, record.version.version_id)?;
                 loaded.insert(topic.name.clone(), Arc::new(topic));
             }
             match page.last() {
@@ -136,11 +146,8 @@ impl Catalog {
         let key = topic_key(name);
         match self.meta.get(&key, Comparison::Equal, None).await? {
             Some(record) => {
-                let topic = Arc::new(decode(
-                    &record.key,
-                    &record.value,
-                    record.version.version_id,
-                )?);
+                let topic =
+                    Arc::new(self.decode(&record.key, &record.value, record.version.version_id)?);
                 Ok(Some(self.remember(topic)))
             }
             None => {
@@ -153,11 +160,45 @@ impl Catalog {
     /// Keeps the newest of the cached and the given version.
     /// Caches a record this broker just wrote at `version_id`.
     fn remember_written(&self, name: &str, record: TopicRecord, version_id: i64) -> Arc<Topic> {
+        let config = self.resolve(name, &record);
         self.remember(Arc::new(Topic {
             name: name.to_string(),
             record,
             version_id,
+            config,
         }))
+    }
+
+    /// The broker settings topics without an override take their configs from.
+    pub fn defaults(&self) -> &TopicDefaults {
+        &self.defaults
+    }
+
+    /// A record's typed config. Overrides were validated when written; one that does not
+    /// resolve here (a record from another version) is left out, loudly.
+    fn resolve(&self, name: &str, record: &TopicRecord) -> TopicConfig {
+        let (config, errors) = TopicConfig::resolve_lenient(&record.configs, &self.defaults);
+        for error in errors {
+            tracing::warn!(topic = name, %error, "ignoring a stored topic config");
+        }
+        config
+    }
+
+    fn decode(&self, key: &str, value: &[u8], version_id: i64) -> Result<Topic, CatalogError> {
+        let (name, record) = storage::topics::decode(key, value).map_err(|e| match e {
+            TopicError::Corrupt { key, reason } => CatalogError::Corrupt { key, reason },
+            other => CatalogError::Corrupt {
+                key: key.to_string(),
+                reason: other.to_string(),
+            },
+        })?;
+        let config = self.resolve(&name, &record);
+        Ok(Topic {
+            name,
+            record,
+            version_id,
+            config,
+        })
     }
 
     fn remember(&self, topic: Arc<Topic>) -> Arc<Topic> {
@@ -329,21 +370,6 @@ fn encode(record: &TopicRecord) -> Bytes {
     storage::topics::encode(record)
 }
 
-fn decode(key: &str, value: &[u8], version_id: i64) -> Result<Topic, CatalogError> {
-    let (name, record) = storage::topics::decode(key, value).map_err(|e| match e {
-        TopicError::Corrupt { key, reason } => CatalogError::Corrupt { key, reason },
-        other => CatalogError::Corrupt {
-            key: key.to_string(),
-            reason: other.to_string(),
-        },
-    })?;
-    Ok(Topic {
-        name,
-        record,
-        version_id,
-    })
-}
-
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -361,7 +387,9 @@ mod tests {
         let meta = EmbeddedMetaStore::open_in_dir(dir.path(), MetaOptions::default())
             .await
             .unwrap();
-        let catalog = Catalog::open(Arc::new(meta)).await.unwrap();
+        let catalog = Catalog::open(Arc::new(meta), TopicDefaults::kafka())
+            .await
+            .unwrap();
         let start = catalog.names_generation();
         catalog.create("a", 1, BTreeMap::new()).await.unwrap();
         let created = catalog.names_generation();

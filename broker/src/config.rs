@@ -236,6 +236,12 @@ pub struct Config {
     /// Longest wait for in-flight requests on shutdown.
     #[arg(long, env = "BROKER_SHUTDOWN_TIMEOUT_MS", default_value_t = 30_000)]
     pub shutdown_timeout_ms: u64,
+
+    /// Defaults of topics without an override, by Kafka's broker setting names
+    /// (`--log-retention-ms`, `--log-segment-bytes`, `--compression-type`, ...; see
+    /// `docs/topic-configs.md`). The compactor takes the same flags.
+    #[command(flatten)]
+    pub topic_defaults: compactor::topic_flags::TopicDefaultFlags,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -482,6 +488,11 @@ impl Config {
             .unwrap_or(self.offsets_retention_minutes.saturating_mul(60_000))
     }
 
+    /// The broker settings that give topics without an override their configs.
+    pub fn topic_defaults(&self) -> &storage::topics::TopicDefaults {
+        &self.topic_defaults.defaults
+    }
+
     /// Settings of the in-process compactor.
     pub fn compactor_config(&self) -> compactor::CompactorConfig {
         compactor::CompactorConfig {
@@ -494,6 +505,7 @@ impl Config {
             task_attempts_max: self.compaction_task_attempts_max,
             retry_backoff_ms: self.compaction_retry_backoff_ms,
             retry_backoff_max_ms: self.compaction_retry_backoff_max_ms,
+            topic_defaults: self.topic_defaults().clone(),
             local_folder: self
                 .object_store_url()
                 .ok()
@@ -587,6 +599,38 @@ mod tests {
         assert_eq!(config.default_partitions, 3);
         assert!(!config.auto_create_topics);
         assert_eq!(config.broker_id, 9);
+    }
+
+    #[test]
+    fn topic_defaults_come_from_flags_and_file_under_kafkas_names() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(
+            file,
+            "log_retention_hours = 2\ncompression_type = \"lz4\"\nlog_segment_bytes = 2000000"
+        )
+        .unwrap();
+        let path = file.path().to_str().unwrap().to_string();
+        let config = Config::load_from([
+            "broker",
+            "--config",
+            &path,
+            "--compression-type",
+            "zstd",
+            "--log-message-timestamp-type",
+            "LogAppendTime",
+        ])
+        .unwrap();
+        let defaults = config.topic_defaults();
+        assert_eq!(defaults.get("log.retention.hours"), Some("2"));
+        assert_eq!(defaults.get("compression.type"), Some("zstd"));
+        assert_eq!(defaults.get("log.segment.bytes"), Some("2000000"));
+        assert_eq!(
+            defaults.get("log.message.timestamp.type"),
+            Some("LogAppendTime")
+        );
+        assert_eq!(config.compactor_config().topic_defaults, *defaults);
+        assert!(Config::load_from(["broker", "--log-roll-hours", "0"]).is_err());
+        assert!(Config::load_from(["broker", "--compression-type", "brotli"]).is_err());
     }
 
     #[test]

@@ -287,7 +287,7 @@ async fn respond(
     let api_key = request.api_key;
     let version = request.version();
     let correlation_id = request.correlation_id();
-    match handlers::handle(broker, request, ticket).await {
+    match handlers::handle(broker, request, ticket, peer).await {
         Ok(Some(body)) => match codec::encode_response(api_key, version, correlation_id, &body) {
             Ok(bytes) => Reply::Frame(bytes),
             Err(error) => {

@@ -15,4 +15,4 @@ pub mod server;
 pub mod slots;
 pub mod stats;
 pub mod storage_errors;
-pub mod topic_config;
+pub mod topic_names;

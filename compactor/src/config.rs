@@ -39,6 +39,10 @@ pub struct CompactorConfig {
     /// Encode Parquet on the calling thread instead of tokio's blocking pool: only for the
     /// single-threaded deterministic simulation.
     pub cpu_work_inline: bool,
+    /// The broker settings (`--log-retention-ms`, ...) that give topics without an override
+    /// their configs; the same as the brokers'. Resolve a topic with
+    /// `TopicRecord::config(&topic_defaults)`.
+    pub topic_defaults: storage::topics::TopicDefaults,
 }
 
 impl Default for CompactorConfig {
@@ -61,6 +65,7 @@ impl Default for CompactorConfig {
             local_folder: None,
             staging_idle_ms: 600_000,
             cpu_work_inline: false,
+            topic_defaults: storage::topics::TopicDefaults::kafka(),
         }
     }
 }

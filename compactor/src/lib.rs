@@ -15,6 +15,7 @@ mod scheduler;
 mod swap;
 pub mod tasks;
 mod throttle;
+pub mod topic_flags;
 mod upload;
 mod wal_scan;
 

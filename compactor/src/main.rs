@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use compactor::topic_flags::TopicDefaultFlags;
 use compactor::{Compactor, CompactorConfig};
 use storage::meta::{open_meta_store, MetaOptions};
 
@@ -61,6 +62,9 @@ struct Args {
     /// Put DEAD tasks back to PENDING (attempts reset) and exit.
     #[arg(long)]
     retry_dead: bool,
+    /// Topic defaults by Kafka's broker setting names, the same flags as the broker's.
+    #[command(flatten)]
+    topic_defaults: TopicDefaultFlags,
 }
 
 #[tokio::main]
@@ -113,6 +117,7 @@ async fn main() -> anyhow::Result<()> {
         retry_backoff_ms: args.retry_backoff_ms,
         retry_backoff_max_ms: args.retry_backoff_max_ms,
         local_folder: storage::objects::local_folder(&object_url),
+        topic_defaults: args.topic_defaults.defaults.clone(),
         ..Default::default()
     };
     if args.list_tasks || args.retry_dead {

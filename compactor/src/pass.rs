@@ -176,8 +176,9 @@ impl Compactor {
         };
         // Retention first: entries it drops are not rewritten to Parquet only to be freed.
         if retention {
-            crate::retention::enforce(&self.index_meta, &self.coord_meta, self.clock.now_ms())
-                .await;
+            let defaults = &self.config.topic_defaults;
+            let now_ms = self.clock.now_ms();
+            crate::retention::enforce(&self.index_meta, &self.coord_meta, defaults, now_ms).await;
         }
         scheduler.run(streams, report).await?;
         let sweeper = OrphanSweeper {

@@ -198,8 +198,8 @@ async fn byte_retention_drops_raw_and_parquet_entries_and_their_objects() {
     let total = before.last().unwrap().1;
     let at_85 = before.iter().find(|r| r.0 == 85).unwrap().1;
     let limit = (total - at_85).to_string();
-    // One batch per Kafka segment, so that segments end where index entries do (Kafka would
-    // not take a segment.bytes this small from a client; the compactor reads what is stored).
+    // One batch per Kafka segment, so that segments end where index entries do (Kafka's
+    // testing-only override takes sizes below segment.bytes' 1 MiB minimum).
     put_topic(
         &env,
         "sized",
@@ -207,7 +207,7 @@ async fn byte_retention_drops_raw_and_parquet_entries_and_their_objects() {
         &[
             ("retention.ms", "-1"),
             ("retention.bytes", limit.as_str()),
-            ("segment.bytes", "1"),
+            ("internal.segment.bytes", "1"),
         ],
     )
     .await;

@@ -20,11 +20,14 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    """One broker process on loopback with its own data dir; restartable on the same dir and ports."""
+    """One broker process on loopback with its own data dir; restartable on the same dir and ports.
+    `settings` are broker settings by Kafka's names (e.g. {"log.retention.ms": 1000}): server
+    properties for Kafka, the flags of the same names for ours (`--log-retention-ms 1000`)."""
 
-    def __init__(self, target: str, data_dir: Path):
+    def __init__(self, target: str, data_dir: Path, settings: dict = None):
         self.target = target
         self.data_dir = data_dir
+        self.settings = settings or {}
         self.port = free_port()
         self.controller_port = free_port()
         self.proc = None
@@ -40,12 +43,14 @@ class BrokerProcess:
 
     def command(self) -> list:
         if self.target == "kafka":
+            properties = [arg for k, v in self.settings.items() for arg in ("--property", f"{k}={v}")]
             return [str(REPO / "scripts/kafka-reference.sh"), "start", "--dir", str(self.data_dir),
-                    "--port", str(self.port), "--controller-port", str(self.controller_port)]
+                    "--port", str(self.port), "--controller-port", str(self.controller_port)] + properties
         binary = os.environ.get("BROKER_BIN", str(REPO / "target/debug/broker"))
         args = [binary, "--listen", self.bootstrap, "--data-dir", str(self.data_dir),
                 "--object-store", f"file://{self.data_dir}/objects", "--metastore", "embedded"]
-        return args + os.environ.get("BROKER_ARGS", "").split()
+        flags = [arg for k, v in self.settings.items() for arg in ("--" + k.replace(".", "-"), str(v))]
+        return args + flags + os.environ.get("BROKER_ARGS", "").split()
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 use kafka_protocol::ResponseError;
 
 use super::create_topics::MAX_PARTITIONS;
-use super::{str_bytes, topic_name};
+use super::{str_bytes, topic_name, RequestContext};
 use crate::catalog::CatalogError;
 use crate::context::Broker;
 
@@ -17,6 +17,7 @@ type Refusal = (ResponseError, String);
 
 pub async fn handle(
     broker: &Arc<Broker>,
+    context: &RequestContext,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let mut counts: HashMap<String, usize> = HashMap::new();
@@ -37,9 +38,12 @@ pub async fn handle(
         let result = CreatePartitionsTopicResult::default().with_name(topic_name(&name));
         results.push(match outcome {
             Ok(()) => result,
-            Err((code, message)) => result
-                .with_error_code(code.code())
-                .with_error_message(Some(str_bytes(&message))),
+            Err((code, message)) => {
+                context.refused("create_partitions", &name, code, &message);
+                result
+                    .with_error_code(code.code())
+                    .with_error_message(Some(str_bytes(&message)))
+            }
         });
     }
     CreatePartitionsResponse::default().with_results(results)

@@ -1,5 +1,7 @@
-//! CreateTopics: name rules, partition count, replication factor (-1 or 1 on a single broker),
-//! replica assignments naming only this broker, validated configs, `validate_only`.
+//! CreateTopics in Kafka's order of checks: name rules, existence (an existing topic is
+//! TOPIC_ALREADY_EXISTS whatever else the request says), configs, then partition count,
+//! replication factor (-1 or 1), replica assignments naming only this broker, and name
+//! collisions. `validate_only` runs every check and creates nothing.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -11,21 +13,20 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::ResponseError;
 
-use super::{str_bytes, topic_name};
+use super::configs::{config_refusal, topic_entries};
+use super::{str_bytes, topic_name, RequestContext};
 use crate::catalog::{CatalogError, Topic};
 use crate::context::Broker;
-use crate::topic_config::{self, TOPIC_CONFIGS};
+use crate::topic_names;
 
 /// Partitions per topic at most; every partition costs index keys and per-stream state.
 pub const MAX_PARTITIONS: i32 = 10_000;
 /// Kafka's config source codes.
-pub(super) const SOURCE_TOPIC: i8 = 1;
-pub(super) const SOURCE_DEFAULT: i8 = 5;
-
 type Refusal = (ResponseError, String);
 
 pub async fn handle(
     broker: &Arc<Broker>,
+    context: &RequestContext,
     version: i16,
     request: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
@@ -53,16 +54,19 @@ pub async fn handle(
                     .with_num_partitions(created.partitions)
                     .with_replication_factor(1);
                 if version >= 5 {
-                    result.with_configs(Some(describe_configs(&created.configs)))
+                    result.with_configs(Some(describe_configs(broker, &created.configs)))
                 } else {
                     result
                 }
             }
-            Err((code, message)) => result
-                .with_error_code(code.code())
-                .with_error_message(Some(str_bytes(&message)))
-                .with_num_partitions(-1)
-                .with_replication_factor(-1),
+            Err((code, message)) => {
+                context.refused("create_topics", &name, code, &message);
+                result
+                    .with_error_code(code.code())
+                    .with_error_message(Some(str_bytes(&message)))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1)
+            }
         });
     }
     CreateTopicsResponse::default().with_topics(results)
@@ -81,16 +85,18 @@ async fn create_one(
     topic: CreatableTopic,
     validate_only: bool,
 ) -> Result<Created, Refusal> {
-    let partitions = partition_count(broker, &topic)?;
-    let configs = topic_config::validate_all(
+    check_new_name(broker, name)?;
+    let configs = storage::topics::validate_overrides(
         topic
             .configs
             .iter()
             .map(|c| (c.name.as_str(), c.value.as_deref())),
+        broker.catalog.defaults(),
     )
-    .map_err(|e| (ResponseError::InvalidConfig, e.0))?;
+    .map_err(config_refusal)?;
+    let partitions = partition_count(broker, &topic)?;
     if validate_only {
-        check_name(broker, name)?;
+        check_collision(broker, name)?;
         return Ok(Created {
             id: uuid::Uuid::nil(),
             partitions,
@@ -168,8 +174,10 @@ fn check_partitions(count: i32) -> Result<i32, Refusal> {
     Ok(count)
 }
 
-fn check_name(broker: &Broker, name: &str) -> Result<(), Refusal> {
-    topic_config::validate_topic_name(name)
+/// A legal name no topic has yet: checked before anything else, as Kafka does, so that a
+/// client creating its topics at every start sees TOPIC_ALREADY_EXISTS whatever it asks for.
+fn check_new_name(broker: &Broker, name: &str) -> Result<(), Refusal> {
+    topic_names::validate_topic_name(name)
         .map_err(|m| (ResponseError::InvalidTopicException, m))?;
     if broker.catalog.get(name).is_some() {
         return Err((
@@ -177,11 +185,16 @@ fn check_name(broker: &Broker, name: &str) -> Result<(), Refusal> {
             format!("Topic '{name}' already exists."),
         ));
     }
+    Ok(())
+}
+
+/// Kafka refuses names that differ from an existing one only by '.' vs '_'.
+fn check_collision(broker: &Broker, name: &str) -> Result<(), Refusal> {
     if let Some(other) = broker
         .catalog
         .list()
         .iter()
-        .find(|t| topic_config::collides(&t.name, name))
+        .find(|t| topic_names::collides(&t.name, name))
     {
         return Err((
             ResponseError::InvalidTopicException,
@@ -201,7 +214,8 @@ pub async fn create_topic(
     partitions: i32,
     configs: BTreeMap<String, String>,
 ) -> Result<Arc<Topic>, Refusal> {
-    check_name(broker, name)?;
+    check_new_name(broker, name)?;
+    check_collision(broker, name)?;
     broker
         .catalog
         .create(name, partitions, configs)
@@ -218,19 +232,19 @@ pub async fn create_topic(
         })
 }
 
-fn describe_configs(overrides: &BTreeMap<String, String>) -> Vec<CreatableTopicConfigs> {
-    TOPIC_CONFIGS
-        .iter()
-        .map(|def| {
-            let (value, is_default) = topic_config::effective(overrides, def);
+/// The created topic's configs, as DescribeConfigs reports them (CreateTopics v5+).
+fn describe_configs(
+    broker: &Broker,
+    overrides: &BTreeMap<String, String>,
+) -> Vec<CreatableTopicConfigs> {
+    topic_entries(overrides, broker.catalog.defaults(), false)
+        .into_iter()
+        .map(|entry| {
             CreatableTopicConfigs::default()
-                .with_name(str_bytes(def.name))
-                .with_value(Some(str_bytes(value)))
-                .with_config_source(if is_default {
-                    SOURCE_DEFAULT
-                } else {
-                    SOURCE_TOPIC
-                })
+                .with_name(str_bytes(&entry.name))
+                .with_value(entry.value.as_deref().map(str_bytes))
+                .with_read_only(entry.read_only)
+                .with_config_source(entry.source as i8)
         })
         .collect()
 }

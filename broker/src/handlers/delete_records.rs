@@ -11,6 +11,7 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use kafka_protocol::ResponseError;
 
+use super::RequestContext;
 use crate::cluster::Placement;
 use crate::context::Broker;
 use crate::storage_errors::read_error;
@@ -20,6 +21,7 @@ const HIGH_WATERMARK: i64 = -1;
 
 pub async fn handle(
     broker: &Arc<Broker>,
+    context: &RequestContext,
     zone: Option<&str>,
     request: DeleteRecordsRequest,
 ) -> DeleteRecordsResponse {
@@ -34,7 +36,12 @@ pub async fn handle(
             let result = DeleteRecordsPartitionResult::default().with_partition_index(index);
             partitions.push(match answer {
                 Ok(low_watermark) => result.with_low_watermark(low_watermark as i64),
-                Err(error) => result.with_low_watermark(-1).with_error_code(error.code()),
+                Err(error) => {
+                    let resource = format!("{name}-{index}");
+                    let reason = format!("offset {}", partition.offset);
+                    context.refused("delete_records", &resource, error, &reason);
+                    result.with_low_watermark(-1).with_error_code(error.code())
+                }
             });
         }
         topics.push(

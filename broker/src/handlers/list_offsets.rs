@@ -10,7 +10,7 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafka_protocol::ResponseError;
-use protocol::batch::{decode_records, set_base_offset};
+use protocol::batch::{decode_records, set_base_offset, validate_batches};
 use storage::{ReadChunk, StreamBounds};
 
 use crate::context::Broker;
@@ -112,7 +112,8 @@ async fn lookup(
 }
 
 /// Decodes the one batch the index pointed at and finds the first record with a timestamp at
-/// or after `at` that is still inside the log.
+/// or after `at` that is still inside the log. In a log-append-time batch every record has the
+/// batch's max timestamp (its records keep the producer's, which consumers ignore too).
 fn first_record_at_or_after(
     batch: &ReadChunk,
     at: i64,
@@ -121,12 +122,18 @@ fn first_record_at_or_after(
     let mut bytes = BytesMut::from(&batch.bytes[..]);
     set_base_offset(&mut bytes, batch.base_offset as i64)
         .map_err(|_| ResponseError::KafkaStorageError)?;
-    let records = decode_records(bytes.freeze()).map_err(|e| {
+    let stored_error = |e: protocol::batch::BatchError| {
         tracing::error!(error = %e, base_offset = batch.base_offset, "stored batch does not decode");
         ResponseError::KafkaStorageError
-    })?;
+    };
+    let log_append_time = validate_batches(&bytes)
+        .map_err(stored_error)?
+        .first()
+        .filter(|info| info.is_log_append_time())
+        .map(|info| info.max_timestamp);
+    let records = decode_records(bytes.freeze()).map_err(stored_error)?;
     Ok(records
         .iter()
-        .find(|r| r.timestamp >= at && r.offset >= bounds.log_start_offset as i64)
-        .map(|r| (r.offset, r.timestamp)))
+        .map(|r| (r.offset, log_append_time.unwrap_or(r.timestamp)))
+        .find(|(offset, timestamp)| *timestamp >= at && *offset >= bounds.log_start_offset as i64))
 }

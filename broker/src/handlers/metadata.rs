@@ -119,7 +119,7 @@ async fn by_name(
             .with_error_code(code.code())
             .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
     };
-    if crate::topic_config::validate_topic_name(name).is_err() {
+    if crate::topic_names::validate_topic_name(name).is_err() {
         return error(ResponseError::InvalidTopicException);
     }
     if let Some(topic) = broker.catalog.get(name) {

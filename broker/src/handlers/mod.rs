@@ -25,8 +25,11 @@ mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
 mod produce;
+mod produce_policy;
+mod request_context;
 mod sync_group;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kafka_protocol::messages::{ApiKey, BrokerId, RequestKind, ResponseKind, TopicName};
@@ -35,6 +38,7 @@ use protocol::codec::Request;
 
 use crate::context::Broker;
 use crate::sequencer::{Sequencer, Ticket};
+pub use request_context::RequestContext;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
@@ -44,13 +48,16 @@ pub enum HandlerError {
 }
 
 /// Serves one request. `Ok(None)` means no response is sent (Produce with acks=0).
-/// `produce_ticket` orders a Produce after the connection's earlier ones (see `sequencer`).
+/// `produce_ticket` orders a Produce after the connection's earlier ones (see `sequencer`);
+/// `peer` is the client's address, logged with the admin requests refused.
 pub async fn handle(
     broker: &Arc<Broker>,
     request: Request,
     produce_ticket: Option<Ticket>,
+    peer: SocketAddr,
 ) -> Result<Option<ResponseKind>, HandlerError> {
     let version = request.version();
+    let context = RequestContext::new(&request.header, peer);
     let placement = broker.membership.placement();
     if let Some(refused) =
         crate::cluster::coordinator_guard::refuse(&placement, broker.node.broker_id, &request.body)
@@ -82,21 +89,23 @@ pub async fn handle(
             metadata::handle(broker, version, client_zone(&request.header), r).await,
         ),
         RequestKind::CreateTopics(r) => {
-            ResponseKind::CreateTopics(create_topics::handle(broker, version, r).await)
+            ResponseKind::CreateTopics(create_topics::handle(broker, &context, version, r).await)
         }
         RequestKind::DeleteTopics(r) => {
             ResponseKind::DeleteTopics(delete_topics::handle(broker, version, r).await)
         }
         RequestKind::CreatePartitions(r) => {
-            ResponseKind::CreatePartitions(create_partitions::handle(broker, r).await)
+            ResponseKind::CreatePartitions(create_partitions::handle(broker, &context, r).await)
         }
         RequestKind::DescribeConfigs(r) => {
             ResponseKind::DescribeConfigs(configs::describe(broker, version, r).await)
         }
-        RequestKind::AlterConfigs(r) => ResponseKind::AlterConfigs(configs::alter(broker, r).await),
-        RequestKind::IncrementalAlterConfigs(r) => {
-            ResponseKind::IncrementalAlterConfigs(configs::incremental_alter(broker, r).await)
+        RequestKind::AlterConfigs(r) => {
+            ResponseKind::AlterConfigs(configs::alter(broker, &context, r).await)
         }
+        RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
+            configs::incremental_alter(broker, &context, r).await,
+        ),
         RequestKind::DescribeCluster(r) => {
             ResponseKind::DescribeCluster(describe_cluster::handle(broker, r))
         }
@@ -144,7 +153,7 @@ pub async fn handle(
             consumer_group_describe::handle(broker, version, r).await,
         ),
         RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(
-            delete_records::handle(broker, client_zone(&request.header), r).await,
+            delete_records::handle(broker, &context, client_zone(&request.header), r).await,
         ),
         _ => return Err(HandlerError::NoHandler(request.api_key)),
     };

@@ -1,17 +1,22 @@
-//! Produce: validate each partition's record batches (lengths, magic, CRC; no per-record work),
-//! append the payload exactly as received, answer with the base offset the index assigned.
-//! Every acks level waits for durability: the engine acknowledges nothing from memory.
+//! Produce: validate each partition's record batches (lengths, magic, CRC), apply the topic's
+//! configs (`produce_policy`: timestamp bounds, log append time, compression; with Kafka's
+//! defaults the payload is appended exactly as received), answer with the base offset the
+//! index assigned. Every acks level waits for durability: the engine acknowledges nothing
+//! from memory.
 
 use std::sync::Arc;
 
 use futures::future::join_all;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use protocol::batch::{validate_batches, BatchInfo};
 use storage::{BatchMeta, PendingAppend, ProducerMeta};
 
+use super::produce_policy::{self, Prepared, Refused};
 use crate::catalog::Topic;
 use crate::context::Broker;
 use crate::producers::{
@@ -19,7 +24,6 @@ use crate::producers::{
 };
 use crate::sequencer::Ticket;
 use crate::storage_errors::produce_error;
-use crate::topic_config;
 
 /// How long a retried batch waits for its original write's outcome (which is bounded by the
 /// storage append timeout; this only guards against a lost notification).
@@ -32,6 +36,8 @@ enum Submitted {
         stream: String,
         /// Set for idempotent batches: reports the outcome to retries of the same batches.
         write: Option<WriteHandle>,
+        /// The time stamped into the batches of a log-append-time topic.
+        log_append_time_ms: Option<i64>,
     },
     /// A retry of batches already written (or being written): answered with their offset.
     Duplicate {
@@ -42,6 +48,8 @@ enum Submitted {
     Failed {
         error: ResponseError,
         message: Option<String>,
+        /// `(index of the record in its batch, message)` (Produce v8+).
+        record_errors: Vec<(i32, String)>,
     },
 }
 
@@ -104,6 +112,15 @@ fn failed(error: ResponseError, message: &str) -> Submitted {
     Submitted::Failed {
         error,
         message: Some(message.to_string()),
+        record_errors: Vec::new(),
+    }
+}
+
+fn failed_quietly(error: ResponseError) -> Submitted {
+    Submitted::Failed {
+        error,
+        message: None,
+        record_errors: Vec::new(),
     }
 }
 
@@ -114,16 +131,10 @@ async fn submit(
     records: Option<bytes::Bytes>,
 ) -> Submitted {
     let Some(topic) = topic else {
-        return Submitted::Failed {
-            error: ResponseError::UnknownTopicOrPartition,
-            message: None,
-        };
+        return failed_quietly(ResponseError::UnknownTopicOrPartition);
     };
     if partition < 0 || partition >= topic.record.partitions {
-        return Submitted::Failed {
-            error: ResponseError::UnknownTopicOrPartition,
-            message: None,
-        };
+        return failed_quietly(ResponseError::UnknownTopicOrPartition);
     }
     let Some(records) = records else {
         return failed(ResponseError::InvalidRecord, "no records");
@@ -132,15 +143,27 @@ async fn submit(
         Ok(batches) => batches,
         Err(e) => {
             tracing::debug!(topic = %topic.name, partition, error = %e, "rejected produce payload");
-            return Submitted::Failed {
-                error: e.response_error(),
-                message: Some(e.to_string()),
-            };
+            return failed(e.response_error(), &e.to_string());
         }
     };
     if let Some(outcome) = refuse_batches(topic, &batches) {
         return outcome;
     }
+    let Prepared {
+        records,
+        batches,
+        log_append_time_ms,
+    } = match prepare(topic, records, batches).await {
+        Ok(prepared) => prepared,
+        Err(refused) => {
+            tracing::debug!(topic = %topic.name, partition, error = ?refused.error, reason = %refused.message, "produce refused by topic config");
+            return Submitted::Failed {
+                error: refused.error,
+                message: Some(refused.message),
+                record_errors: refused.record_errors,
+            };
+        }
+    };
     let metas = batches
         .iter()
         .map(|b| BatchMeta {
@@ -175,10 +198,7 @@ async fn submit(
             }
             Err(e) => {
                 tracing::debug!(topic = %topic.name, partition, error = %e, "idempotent produce refused");
-                return Submitted::Failed {
-                    error: admit_error(&e),
-                    message: Some(e.to_string()),
-                };
+                return failed(admit_error(&e), &e.to_string());
             }
         }
     };
@@ -189,18 +209,39 @@ async fn submit(
             pending,
             stream,
             write: admitted.map(|a| a.submitted()),
+            log_append_time_ms,
         },
         Err(e) => {
             if let Some(admitted) = admitted {
                 admitted.abandon();
             }
             tracing::debug!(topic = %topic.name, partition, error = %e, "produce not admitted");
-            Submitted::Failed {
-                error: produce_error(&e),
-                message: Some(e.to_string()),
-            }
+            failed(produce_error(&e), &e.to_string())
         }
     }
+}
+
+/// Applies the topic's configs; re-encoding and decompression run on a blocking thread.
+async fn prepare(
+    topic: &Topic,
+    records: bytes::Bytes,
+    batches: Vec<BatchInfo>,
+) -> Result<Prepared, Refused> {
+    let now_ms = producers::now_ms() as i64;
+    if !produce_policy::is_heavy(&topic.config, &batches) {
+        return produce_policy::prepare(&topic.config, records, batches, now_ms);
+    }
+    let config = topic.config.clone();
+    tokio::task::spawn_blocking(move || produce_policy::prepare(&config, records, batches, now_ms))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "batch re-encoding failed");
+            Err(Refused {
+                error: ResponseError::UnknownServerError,
+                message: "batch re-encoding failed".into(),
+                record_errors: Vec::new(),
+            })
+        })
 }
 
 /// The producer header and offset delta of each idempotent batch of a payload.
@@ -239,9 +280,9 @@ fn admit_error(error: &AdmitError) -> ResponseError {
 
 /// Batches this broker cannot take yet, with the error Kafka clients expect.
 fn refuse_batches(topic: &Topic, batches: &[BatchInfo]) -> Option<Submitted> {
-    let max_message_bytes = max_message_bytes(topic);
+    let max_message_bytes = topic.config.max_message_bytes;
     for batch in batches {
-        if batch.len_bytes > max_message_bytes {
+        if batch.len_bytes as u64 > max_message_bytes {
             return Some(failed(
                 ResponseError::MessageTooLarge,
                 &format!(
@@ -266,23 +307,30 @@ fn refuse_batches(topic: &Topic, batches: &[BatchInfo]) -> Option<Submitted> {
     None
 }
 
-fn max_message_bytes(topic: &Topic) -> usize {
-    topic_config::definition(topic_config::MAX_MESSAGE_BYTES)
-        .map(|def| topic_config::effective(&topic.record.configs, def).0)
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(1_048_588)
-}
-
 async fn complete(broker: &Broker, index: i32, outcome: Submitted) -> PartitionProduceResponse {
     let response = PartitionProduceResponse::default()
         .with_index(index)
         .with_log_append_time_ms(-1)
         .with_log_start_offset(-1);
     match outcome {
-        Submitted::Failed { error, message } => response
+        Submitted::Failed {
+            error,
+            message,
+            record_errors,
+        } => response
             .with_error_code(error.code())
             .with_base_offset(-1)
-            .with_error_message(message.map(StrBytes::from_string)),
+            .with_error_message(message.map(StrBytes::from_string))
+            .with_record_errors(
+                record_errors
+                    .into_iter()
+                    .map(|(index, message)| {
+                        BatchIndexAndErrorMessage::default()
+                            .with_batch_index(index)
+                            .with_batch_index_error_message(Some(StrBytes::from_string(message)))
+                    })
+                    .collect(),
+            ),
         Submitted::Duplicate {
             slot,
             offset_delta,
@@ -316,6 +364,7 @@ async fn complete(broker: &Broker, index: i32, outcome: Submitted) -> PartitionP
             pending,
             stream,
             write,
+            log_append_time_ms,
         } => match pending.wait().await {
             Ok(appended) => {
                 if let Some(write) = write {
@@ -329,6 +378,7 @@ async fn complete(broker: &Broker, index: i32, outcome: Submitted) -> PartitionP
                 response
                     .with_base_offset(appended.base_offset as i64)
                     .with_log_start_offset(log_start_offset)
+                    .with_log_append_time_ms(log_append_time_ms.unwrap_or(-1))
             }
             Err(e) => {
                 if let Some(write) = write {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use storage::index::{Index, LocatedEntry};
 use storage::meta::MetaStore;
-use storage::topics::{self, TopicRecord};
+use storage::topics::{self, TopicDefaults, TopicRecord};
 
 pub use segments::SegmentRules;
 pub use trim::RetentionPolicy;
@@ -33,14 +33,19 @@ const FIRST_PAGE_RECORDS: usize = 8;
 const SCAN_PAGE_RECORDS: usize = 1024;
 
 impl RetentionPolicy {
-    pub fn of(record: &TopicRecord) -> Result<RetentionPolicy, topics::TopicError> {
+    /// The policy of a topic on brokers whose `log.*` settings are `defaults`.
+    pub fn of(
+        record: &TopicRecord,
+        defaults: &TopicDefaults,
+    ) -> Result<RetentionPolicy, topics::TopicError> {
+        let config = record.config(defaults)?;
         Ok(RetentionPolicy {
-            retention_ms: record.retention_ms()?,
-            retention_bytes: record.retention_bytes()?,
+            retention_ms: config.retention_ms,
+            retention_bytes: config.retention_bytes,
             segments: SegmentRules {
-                segment_bytes: record.segment_bytes()?,
-                segment_ms: record.segment_ms()?,
-                segment_jitter_ms: record.segment_jitter_ms()?,
+                segment_bytes: config.segment_bytes,
+                segment_ms: config.segment_ms,
+                segment_jitter_ms: config.segment_jitter_ms,
             },
         })
     }
@@ -90,6 +95,7 @@ pub struct StreamRetention {
 pub async fn enforce(
     index_meta: &Arc<dyn MetaStore>,
     coord_meta: &Arc<dyn MetaStore>,
+    defaults: &TopicDefaults,
     now_ms: u64,
 ) -> RetentionReport {
     let mut report = RetentionReport::default();
@@ -103,7 +109,7 @@ pub async fn enforce(
         }
     };
     for topic in all {
-        let policy = match RetentionPolicy::of(&topic.record) {
+        let policy = match RetentionPolicy::of(&topic.record, defaults) {
             Ok(policy) => policy,
             Err(error) => {
                 tracing::warn!(topic = %topic.name, %error, "skipping retention: bad config");

@@ -5,10 +5,9 @@
 //! base_timestamp i64 @27, max_timestamp i64 @35, producer_id i64 @43, producer_epoch i16 @51,
 //! base_sequence i32 @53, records_count i32 @57, records @61`. CRC32C covers `@21..end`.
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::compression::{Compressor, Decompressor, Gzip, Lz4, Snappy, Zstd};
-
 use super::CompactedError;
+use crate::record_batch::{codec, RecordBatchError};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 const HEADER_BYTES: usize = 61;
 const CRC_START: usize = 21;
@@ -16,7 +15,7 @@ const CODEC_MASK: i16 = 0x07;
 /// Records one batch may hold; Kafka clients stay far below it.
 pub const RECORDS_PER_BATCH_MAX: usize = 1 << 20;
 /// Decompressed bytes of one batch at most (a compression bomb stops here).
-pub const DECOMPRESSED_BYTES_MAX: usize = 256 << 20;
+pub const DECOMPRESSED_BYTES_MAX: usize = crate::record_batch::DECOMPRESSED_BYTES_MAX;
 
 /// The batch-level fields, exactly as the producer (or broker) wrote them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,41 +209,25 @@ pub fn encode_batch_into(
     Ok(len)
 }
 
-fn decompress(codec: i16, mut compressed: Bytes) -> Result<Bytes, CompactedError> {
-    fn take_all<B: Buf>(buf: &mut B) -> anyhow::Result<Bytes> {
-        if buf.remaining() > DECOMPRESSED_BYTES_MAX {
-            anyhow::bail!("decompressed batch above {DECOMPRESSED_BYTES_MAX} bytes");
-        }
-        Ok(buf.copy_to_bytes(buf.remaining()))
+fn decompress(codec: i16, compressed: Bytes) -> Result<Bytes, CompactedError> {
+    if codec == 0 {
+        return Ok(compressed);
     }
-    let result = match codec {
-        0 => return Ok(compressed),
-        1 => Gzip::decompress(&mut compressed, take_all),
-        2 => Snappy::decompress(&mut compressed, take_all),
-        3 => Lz4::decompress(&mut compressed, take_all),
-        4 => Zstd::decompress(&mut compressed, take_all),
-        other => return Err(bad(format!("unknown compression codec {other}"))),
-    };
-    result.map_err(|e| CompactedError::Compression(format!("{e:#}")))
+    codec::decompress(codec, &compressed, DECOMPRESSED_BYTES_MAX)
+        .map(Bytes::from)
+        .map_err(codec_error)
 }
 
 fn compress(codec: i16, plain: Bytes, out: &mut BytesMut) -> Result<(), CompactedError> {
-    let put = |b: &mut BytesMut| -> anyhow::Result<()> {
-        b.put_slice(&plain);
-        Ok(())
-    };
-    let result = match codec {
-        0 => {
-            out.put_slice(&plain);
-            return Ok(());
-        }
-        1 => Gzip::compress(out, put),
-        2 => Snappy::compress(out, put),
-        3 => Lz4::compress(out, put),
-        4 => Zstd::compress(out, put),
-        other => return Err(bad(format!("unknown compression codec {other}"))),
-    };
-    result.map_err(|e| CompactedError::Compression(format!("{e:#}")))
+    codec::compress(codec, None, &plain, out).map_err(codec_error)
+}
+
+fn codec_error(error: RecordBatchError) -> CompactedError {
+    match error {
+        RecordBatchError::TooLarge(what) => CompactedError::Limit(what),
+        RecordBatchError::Corrupt(what) => CompactedError::BadBatch(what),
+        RecordBatchError::Codec(what) => CompactedError::Compression(what),
+    }
 }
 
 fn decode_record(buf: &mut Bytes) -> Result<RecordRow, CompactedError> {

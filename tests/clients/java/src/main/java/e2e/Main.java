@@ -39,6 +39,7 @@ public final class Main {
                 case "init-transactions" -> Transactions.init(args);
                 case "create-topic", "describe-topic", "describe-configs", "create-partitions", "delete-topic" ->
                     Admin.run(argv[0], args);
+                case "configs-create", "configs-describe", "configs-alter", "configs-produce" -> Configs.run(argv[0], args);
                 default -> fail("unknown mode " + argv[0]);
             }
         } catch (Exception e) {

@@ -1,13 +1,14 @@
 //! The topic records of the catalog as stored in the coordination MetaStore:
 //! `topics/<name>` -> JSON [`TopicRecord`]. The broker's catalog writes and caches them; the
-//! compactor only reads them (retention settings, which streams exist). The retention settings
-//! are here, not in the broker, so that both read them the same way.
+//! compactor only reads them (retention settings, which streams exist). Their configs resolve
+//! here, not in the broker, so that both read them the same way.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::{ConfigError, TopicConfig, TopicDefaults};
 use crate::meta::{MetaError, MetaStore};
 
 pub const TOPICS_PREFIX: &str = "topics/";
@@ -15,19 +16,6 @@ pub const TOPICS_PREFIX: &str = "topics/";
 pub const TOPICS_END: &str = "topics//";
 /// Records read per range scan while listing topics.
 const SCAN_PAGE_RECORDS: usize = 1000;
-
-pub const RETENTION_MS: &str = "retention.ms";
-pub const RETENTION_BYTES: &str = "retention.bytes";
-/// Kafka's defaults (`log.retention.hours` = 168, `log.retention.bytes` = -1).
-pub const RETENTION_MS_DEFAULT: &str = "604800000";
-pub const RETENTION_BYTES_DEFAULT: &str = "-1";
-pub const SEGMENT_BYTES: &str = "segment.bytes";
-pub const SEGMENT_MS: &str = "segment.ms";
-pub const SEGMENT_JITTER_MS: &str = "segment.jitter.ms";
-/// Kafka's defaults (`log.segment.bytes` = 1 GiB, `log.roll.hours` = 168, no jitter).
-pub const SEGMENT_BYTES_DEFAULT: &str = "1073741824";
-pub const SEGMENT_MS_DEFAULT: &str = "604800000";
-pub const SEGMENT_JITTER_MS_DEFAULT: &str = "0";
 
 /// What the store holds for a topic.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,51 +33,21 @@ impl TopicRecord {
         stream_id(self.id, partition)
     }
 
-    /// How long records are kept, `None` for ever (`retention.ms` = -1).
+    /// The topic's typed config on a broker with `defaults`.
+    pub fn config(&self, defaults: &TopicDefaults) -> Result<TopicConfig, TopicError> {
+        Ok(TopicConfig::resolve(&self.configs, defaults)?)
+    }
+
+    /// How long records are kept, `None` for ever (`retention.ms` = -1), on a broker with
+    /// Kafka's defaults; [`Self::config`] takes the broker's settings into account.
     pub fn retention_ms(&self) -> Result<Option<u64>, TopicError> {
-        self.limit(RETENTION_MS, RETENTION_MS_DEFAULT)
+        Ok(self.config(&TopicDefaults::kafka())?.retention_ms)
     }
 
-    /// Bytes kept per partition, `None` for no limit (`retention.bytes` = -1).
+    /// Bytes kept per partition, `None` for no limit (`retention.bytes` < 0), on a broker with
+    /// Kafka's defaults; [`Self::config`] takes the broker's settings into account.
     pub fn retention_bytes(&self) -> Result<Option<u64>, TopicError> {
-        self.limit(RETENTION_BYTES, RETENTION_BYTES_DEFAULT)
-    }
-
-    /// Bytes of a Kafka segment, which retention deletes whole.
-    pub fn segment_bytes(&self) -> Result<u64, TopicError> {
-        self.non_negative(SEGMENT_BYTES, SEGMENT_BYTES_DEFAULT)
-    }
-
-    /// Time span of a Kafka segment's records before the next append rolls it.
-    pub fn segment_ms(&self) -> Result<u64, TopicError> {
-        self.non_negative(SEGMENT_MS, SEGMENT_MS_DEFAULT)
-    }
-
-    pub fn segment_jitter_ms(&self) -> Result<u64, TopicError> {
-        self.non_negative(SEGMENT_JITTER_MS, SEGMENT_JITTER_MS_DEFAULT)
-    }
-
-    fn non_negative(&self, name: &str, default: &str) -> Result<u64, TopicError> {
-        let value = self.configs.get(name).map_or(default, String::as_str);
-        value
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| TopicError::BadConfig {
-                name: name.to_string(),
-                value: value.to_string(),
-            })
-    }
-
-    fn limit(&self, name: &str, default: &str) -> Result<Option<u64>, TopicError> {
-        let value = self.configs.get(name).map_or(default, String::as_str);
-        match value.trim().parse::<i64>() {
-            Ok(-1) => Ok(None),
-            Ok(v) if v >= 0 => Ok(Some(v as u64)),
-            _ => Err(TopicError::BadConfig {
-                name: name.to_string(),
-                value: value.to_string(),
-            }),
-        }
+        Ok(self.config(&TopicDefaults::kafka())?.retention_bytes)
     }
 }
 
@@ -106,8 +64,8 @@ pub fn topic_key(name: &str) -> String {
 pub enum TopicError {
     #[error("topic record {key} is unreadable: {reason}")]
     Corrupt { key: String, reason: String },
-    #[error("invalid value {value} for topic config {name}")]
-    BadConfig { name: String, value: String },
+    #[error("bad topic config: {0}")]
+    Config(#[from] ConfigError),
     #[error(transparent)]
     Meta(#[from] MetaError),
 }
@@ -189,18 +147,28 @@ mod tests {
 
     #[test]
     fn retention_overrides_and_minus_one_mean_what_kafka_means() {
-        let r = record(&[(RETENTION_MS, "-1"), (RETENTION_BYTES, "1024")]);
+        let r = record(&[("retention.ms", "-1"), ("retention.bytes", "1024")]);
         assert_eq!(r.retention_ms().unwrap(), None);
         assert_eq!(r.retention_bytes().unwrap(), Some(1024));
-        assert!(record(&[(RETENTION_MS, "soon")]).retention_ms().is_err());
-        assert!(record(&[(RETENTION_BYTES, "-2")])
-            .retention_bytes()
-            .is_err());
+        assert!(record(&[("retention.ms", "soon")]).retention_ms().is_err());
+        assert!(record(&[("retention.ms", "-2")]).retention_ms().is_err());
+        // Kafka takes any negative size as no limit.
+        assert_eq!(
+            record(&[("retention.bytes", "-2")])
+                .retention_bytes()
+                .unwrap(),
+            None
+        );
+        let defaults = TopicDefaults::with([("log.retention.minutes", "1")]).unwrap();
+        assert_eq!(
+            record(&[]).config(&defaults).unwrap().retention_ms,
+            Some(60_000)
+        );
     }
 
     #[test]
     fn records_round_trip_and_name_their_stream() {
-        let r = record(&[(RETENTION_MS, "10")]);
+        let r = record(&[("retention.ms", "10")]);
         let (name, back) = decode(&topic_key("orders"), &encode(&r)).unwrap();
         assert_eq!((name.as_str(), &back), ("orders", &r));
         assert_eq!(

@@ -1,0 +1,346 @@
+//! The broker settings that give topic configs their defaults (Kafka's "synonyms": a topic
+//! without a `retention.ms` override takes `log.retention.ms`, else `log.retention.minutes`,
+//! else `log.retention.hours`), with Kafka's names, types, defaults and validators.
+
+use super::docs::broker;
+use super::validator::Validator;
+use super::value::ConfigType;
+
+/// How a broker setting's value converts to its topic config's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Same,
+    Minutes,
+    Hours,
+}
+
+impl Unit {
+    /// Milliseconds per unit (1 for [`Unit::Same`]).
+    pub fn factor(self) -> i64 {
+        match self {
+            Unit::Same => 1,
+            Unit::Minutes => 60_000,
+            Unit::Hours => 3_600_000,
+        }
+    }
+}
+
+/// One broker setting.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokerSetting {
+    pub name: &'static str,
+    /// The topic config this setting is a default for.
+    pub topic_config: &'static str,
+    pub config_type: ConfigType,
+    /// Kafka's default; `None` for settings that are unset by default (null).
+    pub default: Option<&'static str>,
+    pub validator: Validator,
+    pub unit: Unit,
+    pub doc: &'static str,
+}
+
+/// Every broker synonym of a topic config, in the order of `defs::TOPIC_CONFIGS`.
+pub const BROKER_SETTINGS: &[BrokerSetting] = &[
+    BrokerSetting {
+        name: "log.segment.bytes",
+        topic_config: "segment.bytes",
+        config_type: ConfigType::Int,
+        default: Some("1073741824"),
+        validator: Validator::AtLeast(1048576),
+        unit: Unit::Same,
+        doc: broker::LOG_SEGMENT_BYTES,
+    },
+    BrokerSetting {
+        name: "log.roll.ms",
+        topic_config: "segment.ms",
+        config_type: ConfigType::Long,
+        default: None,
+        validator: Validator::None,
+        unit: Unit::Same,
+        doc: broker::LOG_ROLL_MS,
+    },
+    BrokerSetting {
+        name: "log.roll.hours",
+        topic_config: "segment.ms",
+        config_type: ConfigType::Int,
+        default: Some("168"),
+        validator: Validator::AtLeast(1),
+        unit: Unit::Hours,
+        doc: broker::LOG_ROLL_HOURS,
+    },
+    BrokerSetting {
+        name: "log.roll.jitter.ms",
+        topic_config: "segment.jitter.ms",
+        config_type: ConfigType::Long,
+        default: None,
+        validator: Validator::None,
+        unit: Unit::Same,
+        doc: broker::LOG_ROLL_JITTER_MS,
+    },
+    BrokerSetting {
+        name: "log.roll.jitter.hours",
+        topic_config: "segment.jitter.ms",
+        config_type: ConfigType::Int,
+        default: Some("0"),
+        validator: Validator::AtLeast(0),
+        unit: Unit::Hours,
+        doc: broker::LOG_ROLL_JITTER_HOURS,
+    },
+    BrokerSetting {
+        name: "log.index.size.max.bytes",
+        topic_config: "segment.index.bytes",
+        config_type: ConfigType::Int,
+        default: Some("10485760"),
+        validator: Validator::AtLeast(4),
+        unit: Unit::Same,
+        doc: broker::LOG_INDEX_SIZE_MAX_BYTES,
+    },
+    BrokerSetting {
+        name: "log.flush.interval.messages",
+        topic_config: "flush.messages",
+        config_type: ConfigType::Long,
+        default: Some("9223372036854775807"),
+        validator: Validator::AtLeast(1),
+        unit: Unit::Same,
+        doc: broker::LOG_FLUSH_INTERVAL_MESSAGES,
+    },
+    BrokerSetting {
+        name: "log.flush.interval.ms",
+        topic_config: "flush.ms",
+        config_type: ConfigType::Long,
+        default: None,
+        validator: Validator::None,
+        unit: Unit::Same,
+        doc: broker::LOG_FLUSH_INTERVAL_MS,
+    },
+    BrokerSetting {
+        name: "log.flush.scheduler.interval.ms",
+        topic_config: "flush.ms",
+        config_type: ConfigType::Long,
+        default: Some("9223372036854775807"),
+        validator: Validator::None,
+        unit: Unit::Same,
+        doc: broker::LOG_FLUSH_SCHEDULER_INTERVAL_MS,
+    },
+    BrokerSetting {
+        name: "log.retention.bytes",
+        topic_config: "retention.bytes",
+        config_type: ConfigType::Long,
+        default: Some("-1"),
+        validator: Validator::None,
+        unit: Unit::Same,
+        doc: broker::LOG_RETENTION_BYTES,
+    },
+    BrokerSetting {
+        name: "log.retention.ms",
+        topic_config: "retention.ms",
+        config_type: ConfigType::Long,
+        default: None,
+        validator: Validator::None,
+        unit: Unit::Same,
+        doc: broker::LOG_RETENTION_MS,
+    },
+    BrokerSetting {
+        name: "log.retention.minutes",
+        topic_config: "retention.ms",
+        config_type: ConfigType::Int,
+        default: None,
+        validator: Validator::None,
+        unit: Unit::Minutes,
+        doc: broker::LOG_RETENTION_MINUTES,
+    },
+    BrokerSetting {
+        name: "log.retention.hours",
+        topic_config: "retention.ms",
+        config_type: ConfigType::Int,
+        default: Some("168"),
+        validator: Validator::None,
+        unit: Unit::Hours,
+        doc: broker::LOG_RETENTION_HOURS,
+    },
+    BrokerSetting {
+        name: "message.max.bytes",
+        topic_config: "max.message.bytes",
+        config_type: ConfigType::Int,
+        default: Some("1048588"),
+        validator: Validator::AtLeast(0),
+        unit: Unit::Same,
+        doc: broker::MESSAGE_MAX_BYTES,
+    },
+    BrokerSetting {
+        name: "log.index.interval.bytes",
+        topic_config: "index.interval.bytes",
+        config_type: ConfigType::Int,
+        default: Some("4096"),
+        validator: Validator::AtLeast(0),
+        unit: Unit::Same,
+        doc: broker::LOG_INDEX_INTERVAL_BYTES,
+    },
+    BrokerSetting {
+        name: "log.cleaner.delete.retention.ms",
+        topic_config: "delete.retention.ms",
+        config_type: ConfigType::Long,
+        default: Some("86400000"),
+        validator: Validator::AtLeast(0),
+        unit: Unit::Same,
+        doc: broker::LOG_CLEANER_DELETE_RETENTION_MS,
+    },
+    BrokerSetting {
+        name: "log.cleaner.min.compaction.lag.ms",
+        topic_config: "min.compaction.lag.ms",
+        config_type: ConfigType::Long,
+        default: Some("0"),
+        validator: Validator::AtLeast(0),
+        unit: Unit::Same,
+        doc: broker::LOG_CLEANER_MIN_COMPACTION_LAG_MS,
+    },
+    BrokerSetting {
+        name: "log.cleaner.max.compaction.lag.ms",
+        topic_config: "max.compaction.lag.ms",
+        config_type: ConfigType::Long,
+        default: Some("9223372036854775807"),
+        validator: Validator::AtLeast(1),
+        unit: Unit::Same,
+        doc: broker::LOG_CLEANER_MAX_COMPACTION_LAG_MS,
+    },
+    BrokerSetting {
+        name: "log.segment.delete.delay.ms",
+        topic_config: "file.delete.delay.ms",
+        config_type: ConfigType::Long,
+        default: Some("60000"),
+        validator: Validator::AtLeast(0),
+        unit: Unit::Same,
+        doc: broker::LOG_SEGMENT_DELETE_DELAY_MS,
+    },
+    BrokerSetting {
+        name: "log.cleaner.min.cleanable.ratio",
+        topic_config: "min.cleanable.dirty.ratio",
+        config_type: ConfigType::Double,
+        default: Some("0.5"),
+        validator: Validator::Between(0, 1),
+        unit: Unit::Same,
+        doc: broker::LOG_CLEANER_MIN_CLEANABLE_RATIO,
+    },
+    BrokerSetting {
+        name: "log.cleanup.policy",
+        topic_config: "cleanup.policy",
+        config_type: ConfigType::List,
+        default: Some("delete"),
+        validator: Validator::ListOf(&["compact", "delete"]),
+        unit: Unit::Same,
+        doc: broker::LOG_CLEANUP_POLICY,
+    },
+    BrokerSetting {
+        name: "unclean.leader.election.enable",
+        topic_config: "unclean.leader.election.enable",
+        config_type: ConfigType::Boolean,
+        default: Some("false"),
+        validator: Validator::None,
+        unit: Unit::Same,
+        doc: broker::UNCLEAN_LEADER_ELECTION_ENABLE,
+    },
+    BrokerSetting {
+        name: "min.insync.replicas",
+        topic_config: "min.insync.replicas",
+        config_type: ConfigType::Int,
+        default: Some("1"),
+        validator: Validator::AtLeast(1),
+        unit: Unit::Same,
+        doc: broker::MIN_INSYNC_REPLICAS,
+    },
+    BrokerSetting {
+        name: "compression.type",
+        topic_config: "compression.type",
+        config_type: ConfigType::String,
+        default: Some("producer"),
+        validator: Validator::OneOf(&["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"]),
+        unit: Unit::Same,
+        doc: broker::COMPRESSION_TYPE,
+    },
+    BrokerSetting {
+        name: "compression.gzip.level",
+        topic_config: "compression.gzip.level",
+        config_type: ConfigType::Int,
+        default: Some("-1"),
+        validator: Validator::BetweenOrEqual(1, 9, -1),
+        unit: Unit::Same,
+        doc: broker::COMPRESSION_GZIP_LEVEL,
+    },
+    BrokerSetting {
+        name: "compression.lz4.level",
+        topic_config: "compression.lz4.level",
+        config_type: ConfigType::Int,
+        default: Some("9"),
+        validator: Validator::Between(1, 17),
+        unit: Unit::Same,
+        doc: broker::COMPRESSION_LZ4_LEVEL,
+    },
+    BrokerSetting {
+        name: "compression.zstd.level",
+        topic_config: "compression.zstd.level",
+        config_type: ConfigType::Int,
+        default: Some("3"),
+        validator: Validator::Between(-131072, 22),
+        unit: Unit::Same,
+        doc: broker::COMPRESSION_ZSTD_LEVEL,
+    },
+    BrokerSetting {
+        name: "log.preallocate",
+        topic_config: "preallocate",
+        config_type: ConfigType::Boolean,
+        default: Some("false"),
+        validator: Validator::None,
+        unit: Unit::Same,
+        doc: broker::LOG_PREALLOCATE,
+    },
+    BrokerSetting {
+        name: "log.message.timestamp.type",
+        topic_config: "message.timestamp.type",
+        config_type: ConfigType::String,
+        default: Some("CreateTime"),
+        validator: Validator::OneOf(&["CreateTime", "LogAppendTime"]),
+        unit: Unit::Same,
+        doc: broker::LOG_MESSAGE_TIMESTAMP_TYPE,
+    },
+    BrokerSetting {
+        name: "log.message.timestamp.before.max.ms",
+        topic_config: "message.timestamp.before.max.ms",
+        config_type: ConfigType::Long,
+        default: Some("9223372036854775807"),
+        validator: Validator::AtLeast(0),
+        unit: Unit::Same,
+        doc: broker::LOG_MESSAGE_TIMESTAMP_BEFORE_MAX_MS,
+    },
+    BrokerSetting {
+        name: "log.message.timestamp.after.max.ms",
+        topic_config: "message.timestamp.after.max.ms",
+        config_type: ConfigType::Long,
+        default: Some("3600000"),
+        validator: Validator::AtLeast(0),
+        unit: Unit::Same,
+        doc: broker::LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS,
+    },
+    BrokerSetting {
+        name: "log.local.retention.ms",
+        topic_config: "local.retention.ms",
+        config_type: ConfigType::Long,
+        default: Some("-2"),
+        validator: Validator::AtLeast(-2),
+        unit: Unit::Same,
+        doc: broker::LOG_LOCAL_RETENTION_MS,
+    },
+    BrokerSetting {
+        name: "log.local.retention.bytes",
+        topic_config: "local.retention.bytes",
+        config_type: ConfigType::Long,
+        default: Some("-2"),
+        validator: Validator::AtLeast(-2),
+        unit: Unit::Same,
+        doc: broker::LOG_LOCAL_RETENTION_BYTES,
+    },
+];
+
+/// The broker setting by its Kafka name.
+pub fn broker_setting(name: &str) -> Option<&'static BrokerSetting> {
+    BROKER_SETTINGS.iter().find(|s| s.name == name)
+}

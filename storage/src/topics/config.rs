@@ -1,0 +1,360 @@
+//! [`TopicConfig`]: the configs that mean something here, typed, resolved once from a topic's
+//! overrides and the broker defaults whenever either changes. The produce path and the
+//! compactor's retention read these fields; nothing re-parses strings per request.
+
+use std::collections::BTreeMap;
+
+use super::defaults::TopicDefaults;
+use super::defs::definition;
+use super::value::Value;
+use super::ConfigError;
+
+/// What a topic's log does with the batches it is given and how long it keeps them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicConfig {
+    pub cleanup_policy: CleanupPolicy,
+    /// `retention.ms`; `None` when negative (-1: keep for ever).
+    pub retention_ms: Option<u64>,
+    /// `retention.bytes` per partition; `None` when negative (-1: no limit).
+    pub retention_bytes: Option<u64>,
+    /// `segment.ms`: Kafka rolls its active segment after this long.
+    pub segment_ms: u64,
+    /// `segment.bytes`: ...or once it holds this many bytes.
+    pub segment_bytes: u64,
+    /// `segment.jitter.ms`: up to this much is subtracted from `segment_ms` at random.
+    pub segment_jitter_ms: u64,
+    /// `max.message.bytes`: the largest record batch accepted (after compression).
+    pub max_message_bytes: u64,
+    /// `compression.type` with its level.
+    pub compression: TopicCompression,
+    /// `message.timestamp.type`.
+    pub timestamp_type: TimestampType,
+    /// `message.timestamp.before.max.ms`: how far a create time may lie in the past.
+    pub timestamp_before_max_ms: u64,
+    /// `message.timestamp.after.max.ms`: how far a create time may lie in the future.
+    pub timestamp_after_max_ms: u64,
+}
+
+/// `cleanup.policy`, as a set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    pub delete: bool,
+    pub compact: bool,
+}
+
+/// `compression.type`: keep what the producer sent, or re-encode every batch with one codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicCompression {
+    Producer,
+    Uncompressed,
+    /// Level -1 is the codec's default.
+    Gzip {
+        level: i32,
+    },
+    Snappy,
+    Lz4 {
+        level: i32,
+    },
+    Zstd {
+        level: i32,
+    },
+}
+
+impl TopicCompression {
+    /// The batch attribute codec id this compression writes (`None`: the producer's).
+    pub fn codec(self) -> Option<i16> {
+        match self {
+            TopicCompression::Producer => None,
+            TopicCompression::Uncompressed => Some(0),
+            TopicCompression::Gzip { .. } => Some(1),
+            TopicCompression::Snappy => Some(2),
+            TopicCompression::Lz4 { .. } => Some(3),
+            TopicCompression::Zstd { .. } => Some(4),
+        }
+    }
+}
+
+/// `message.timestamp.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    /// Records keep the producer's timestamps, checked against the before/after bounds.
+    CreateTime,
+    /// The broker stamps each batch with the time it appended it.
+    LogAppendTime,
+}
+
+impl TopicConfig {
+    /// Kafka's defaults for a topic without overrides on a broker without settings.
+    pub fn kafka_defaults() -> TopicConfig {
+        // Kafka's own defaults always resolve; fall back to a literal copy if they ever do not.
+        TopicConfig::resolve(&BTreeMap::new(), &TopicDefaults::kafka()).unwrap_or(TopicConfig {
+            cleanup_policy: CleanupPolicy {
+                delete: true,
+                compact: false,
+            },
+            retention_ms: Some(604_800_000),
+            retention_bytes: None,
+            segment_ms: 604_800_000,
+            segment_bytes: 1 << 30,
+            segment_jitter_ms: 0,
+            max_message_bytes: 1_048_588,
+            compression: TopicCompression::Producer,
+            timestamp_type: TimestampType::CreateTime,
+            timestamp_before_max_ms: i64::MAX as u64,
+            timestamp_after_max_ms: 3_600_000,
+        })
+    }
+
+    /// The typed config of a topic with `overrides` on a broker with `defaults`; fails on the
+    /// first value that does not parse or validate, or on a combination Kafka refuses.
+    pub fn resolve(
+        overrides: &BTreeMap<String, String>,
+        defaults: &TopicDefaults,
+    ) -> Result<TopicConfig, ConfigError> {
+        let get = |name: &str| effective(overrides, defaults, name);
+        check_compaction_lags(&get)?;
+        Ok(TopicConfig {
+            cleanup_policy: cleanup_policy(&get("cleanup.policy")?),
+            retention_ms: unlimited_if_negative(long(&get("retention.ms")?)),
+            retention_bytes: unlimited_if_negative(long(&get("retention.bytes")?)),
+            segment_ms: non_negative(long(&get("segment.ms")?)),
+            segment_bytes: segment_bytes(overrides, defaults)?,
+            segment_jitter_ms: non_negative(long(&get("segment.jitter.ms")?)),
+            max_message_bytes: non_negative(long(&get("max.message.bytes")?)),
+            compression: compression(&get)?,
+            timestamp_type: match string(&get("message.timestamp.type")?) {
+                "LogAppendTime" => TimestampType::LogAppendTime,
+                _ => TimestampType::CreateTime,
+            },
+            timestamp_before_max_ms: non_negative(long(&get("message.timestamp.before.max.ms")?)),
+            timestamp_after_max_ms: non_negative(long(&get("message.timestamp.after.max.ms")?)),
+        })
+    }
+}
+
+impl TopicConfig {
+    /// [`Self::resolve`] for a stored record, valid when written but perhaps not on this broker
+    /// (another version, other defaults): overrides that fail are left out, and returned.
+    pub fn resolve_lenient(
+        overrides: &BTreeMap<String, String>,
+        defaults: &TopicDefaults,
+    ) -> (TopicConfig, Vec<ConfigError>) {
+        let first_error = match TopicConfig::resolve(overrides, defaults) {
+            Ok(config) => return (config, Vec::new()),
+            Err(e) => e,
+        };
+        let mut errors = Vec::new();
+        let kept: BTreeMap<String, String> = overrides
+            .iter()
+            .filter(
+                |(name, _)| match effective_value(overrides, defaults, name) {
+                    Ok(_) => true,
+                    Err(e) => {
+                        errors.push(e);
+                        false
+                    }
+                },
+            )
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        match TopicConfig::resolve(&kept, defaults) {
+            Ok(config) => (config, errors),
+            Err(_) => {
+                errors.push(first_error);
+                let config = TopicConfig::resolve(&BTreeMap::new(), defaults)
+                    .unwrap_or_else(|_| TopicConfig::kafka_defaults());
+                (config, errors)
+            }
+        }
+    }
+}
+
+/// The parsed, validated value of `name` for a topic: its override, else the broker default.
+/// `Ok(None)` for a config without any value (Kafka's null default).
+pub fn effective_value(
+    overrides: &BTreeMap<String, String>,
+    defaults: &TopicDefaults,
+    name: &str,
+) -> Result<Option<Value>, ConfigError> {
+    let def = definition(name).ok_or_else(|| ConfigError::UnknownName(name.to_string()))?;
+    let raw = match overrides.get(name) {
+        Some(v) => Some(v.clone()),
+        None => defaults.topic_default(def).value,
+    };
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let value = Value::parse(def.config_type, name, &raw)?;
+    def.validator.check(name, &value)?;
+    Ok(Some(value))
+}
+
+fn effective(
+    overrides: &BTreeMap<String, String>,
+    defaults: &TopicDefaults,
+    name: &str,
+) -> Result<Value, ConfigError> {
+    effective_value(overrides, defaults, name)?
+        .ok_or_else(|| ConfigError::Refused(format!("{name} has no value")))
+}
+
+/// `segment.bytes`, or Kafka's testing-only `internal.segment.bytes` when set (it takes sizes
+/// below the 1 MiB minimum of `segment.bytes`, as Kafka's `LogConfig` honours it).
+fn segment_bytes(
+    overrides: &BTreeMap<String, String>,
+    defaults: &TopicDefaults,
+) -> Result<u64, ConfigError> {
+    let value = match effective_value(overrides, defaults, "internal.segment.bytes")? {
+        Some(internal) => internal,
+        None => effective(overrides, defaults, "segment.bytes")?,
+    };
+    Ok(non_negative(long(&value)))
+}
+
+/// Kafka refuses `min.compaction.lag.ms` above `max.compaction.lag.ms`.
+fn check_compaction_lags(
+    get: &impl Fn(&str) -> Result<Value, ConfigError>,
+) -> Result<(), ConfigError> {
+    let min = long(&get("min.compaction.lag.ms")?);
+    let max = long(&get("max.compaction.lag.ms")?);
+    if min > max {
+        return Err(ConfigError::Refused(format!(
+            "conflict topic config setting min.compaction.lag.ms ({min}) > max.compaction.lag.ms ({max})"
+        )));
+    }
+    Ok(())
+}
+
+fn compression(
+    get: &impl Fn(&str) -> Result<Value, ConfigError>,
+) -> Result<TopicCompression, ConfigError> {
+    let level = |name: &str| get(name).map(|v| long(&v) as i32);
+    Ok(match string(&get("compression.type")?) {
+        "uncompressed" => TopicCompression::Uncompressed,
+        "gzip" => TopicCompression::Gzip {
+            level: level("compression.gzip.level")?,
+        },
+        "snappy" => TopicCompression::Snappy,
+        "lz4" => TopicCompression::Lz4 {
+            level: level("compression.lz4.level")?,
+        },
+        "zstd" => TopicCompression::Zstd {
+            level: level("compression.zstd.level")?,
+        },
+        _ => TopicCompression::Producer,
+    })
+}
+
+fn cleanup_policy(value: &Value) -> CleanupPolicy {
+    let items = match value {
+        Value::List(items) => items.as_slice(),
+        _ => &[],
+    };
+    CleanupPolicy {
+        delete: items.iter().any(|i| i == "delete"),
+        compact: items.iter().any(|i| i == "compact"),
+    }
+}
+
+fn long(value: &Value) -> i64 {
+    match value {
+        Value::Int(i) => i64::from(*i),
+        Value::Long(l) => *l,
+        _ => 0,
+    }
+}
+
+fn string(value: &Value) -> &str {
+    match value {
+        Value::String(s) => s,
+        _ => "",
+    }
+}
+
+fn unlimited_if_negative(v: i64) -> Option<u64> {
+    u64::try_from(v).ok()
+}
+
+fn non_negative(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn overrides(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn kafka_defaults_resolve_to_kafkas_values() {
+        let c = TopicConfig::resolve(&BTreeMap::new(), &TopicDefaults::kafka()).unwrap();
+        assert_eq!(c, TopicConfig::kafka_defaults());
+        assert_eq!(c.retention_ms, Some(604_800_000));
+        assert_eq!(c.retention_bytes, None);
+        assert_eq!(
+            (c.segment_ms, c.segment_bytes, c.segment_jitter_ms),
+            (604_800_000, 1 << 30, 0)
+        );
+        assert_eq!(c.max_message_bytes, 1_048_588);
+        assert_eq!(c.compression, TopicCompression::Producer);
+        assert_eq!(c.timestamp_type, TimestampType::CreateTime);
+        assert_eq!(c.timestamp_after_max_ms, 3_600_000);
+        assert_eq!(c.timestamp_before_max_ms, i64::MAX as u64);
+        assert!(c.cleanup_policy.delete && !c.cleanup_policy.compact);
+    }
+
+    #[test]
+    fn overrides_beat_broker_defaults_which_beat_kafkas() {
+        let defaults = TopicDefaults::with([
+            ("log.retention.hours", "1"),
+            ("compression.type", "zstd"),
+            ("log.segment.bytes", "2000000"),
+        ])
+        .unwrap();
+        let c = TopicConfig::resolve(
+            &overrides(&[("retention.bytes", "-5"), ("compression.zstd.level", "7")]),
+            &defaults,
+        )
+        .unwrap();
+        assert_eq!(c.retention_ms, Some(3_600_000));
+        assert_eq!(c.retention_bytes, None, "any negative size is unlimited");
+        assert_eq!(c.segment_bytes, 2_000_000);
+        assert_eq!(c.compression, TopicCompression::Zstd { level: 7 });
+        let c = TopicConfig::resolve(&overrides(&[("retention.ms", "-1")]), &defaults).unwrap();
+        assert_eq!(c.retention_ms, None);
+    }
+
+    #[test]
+    fn a_stored_record_resolves_without_its_bad_overrides() {
+        let stored = overrides(&[
+            ("retention.ms", "1000"),
+            ("segment.bytes", "10"),
+            ("some.future.config", "x"),
+        ]);
+        let (config, errors) = TopicConfig::resolve_lenient(&stored, &TopicDefaults::kafka());
+        assert_eq!(config.retention_ms, Some(1000));
+        assert_eq!(config.segment_bytes, 1 << 30);
+        assert_eq!(errors.len(), 2, "{errors:?}");
+    }
+
+    #[test]
+    fn conflicting_compaction_lags_are_refused() {
+        let err = TopicConfig::resolve(
+            &overrides(&[
+                ("min.compaction.lag.ms", "10"),
+                ("max.compaction.lag.ms", "5"),
+            ]),
+            &TopicDefaults::kafka(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)"
+        );
+    }
+}
