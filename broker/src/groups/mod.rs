@@ -100,6 +100,8 @@ impl GroupConfig {
 }
 
 #[cfg(test)]
+mod coordinator_tests;
+#[cfg(test)]
 mod expiry_tests;
 #[cfg(test)]
 mod group_tests;
