@@ -8,6 +8,10 @@
 #       so the caller's pid is the JVM's: SIGKILL/SIGTERM on it behave as on a real broker.
 #   scripts/kafka-reference.sh classpath
 #       print the classpath (for kafka-tools benchmarks: org.apache.kafka.tools.ProducerPerformance)
+#
+# Opt-in: KAFKA_REFERENCE_PROPERTIES="key=value ..." (whitespace-separated) is appended to the
+# broker's properties, for tests that need settings beyond Kafka's defaults (e.g. a consumer-group
+# session timeout below group.consumer.min.session.timeout.ms).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -69,6 +73,9 @@ group.initial.rebalance.delay.ms=0
 # huge frame and never sends it must not exhaust the heap.
 queued.max.request.bytes=268435456
 PROPS
+  if [ -n "${KAFKA_REFERENCE_PROPERTIES:-}" ]; then
+    printf '%s\n' "$KAFKA_REFERENCE_PROPERTIES" | tr -s ' \t' '\n\n' >> "$dir/server.properties"
+  fi
 
   cat > "$dir/log4j2.properties" <<'LOG'
 status = error
@@ -102,5 +109,5 @@ case "${1:-}" in
   install) install ;;
   classpath) classpath ;;
   start) shift; start "$@" ;;
-  *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
 esac

@@ -9,7 +9,8 @@ import java.util.Properties;
 /**
  * Kafka test client driven by the e2e suite. Usage: {@code MODE --bootstrap B --topic T [--flag value]...}.
  * Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
- * describe-configs, create-partitions, delete-topic, group (a consumer group member), describe-group.
+ * describe-configs, create-partitions, delete-topic, group (a consumer group member), describe-group,
+ * static-member (a member with a group.instance.id that closes without leaving).
  * Every result is one JSON object per stdout line;
  * a failure prints {"error": "..."} and exits 1.
  */
@@ -34,6 +35,7 @@ public final class Main {
                 case "offsets" -> Consume.offsets(args);
                 case "group" -> Group.run(args);
                 case "describe-group" -> Group.describe(args);
+                case "static-member" -> StaticMembers.run(args);
                 case "create-topic", "describe-topic", "describe-configs", "create-partitions", "delete-topic" ->
                     Admin.run(argv[0], args);
                 default -> fail("unknown mode " + argv[0]);
