@@ -7,10 +7,13 @@
 #       format DIR once (kept across restarts) and run the broker in the foreground (exec java),
 #       so the caller's pid is the JVM's: SIGKILL/SIGTERM on it behave as on a real broker.
 #       Each --property is appended to server.properties (e.g. log.retention.ms=3600000).
-#       KAFKA_REFERENCE_PROPERTIES="a=1;b=2" adds (or overrides) server properties, for tests
-#       that need a broker setting such as log.retention.check.interval.ms.
 #   scripts/kafka-reference.sh classpath
 #       print the classpath (for kafka-tools benchmarks: org.apache.kafka.tools.ProducerPerformance)
+#
+# Opt-in: KAFKA_REFERENCE_PROPERTIES="key=value ..." (separated by whitespace or ';') is appended
+# to the broker's properties, for tests that need settings beyond Kafka's defaults (e.g. a
+# consumer-group session timeout below group.consumer.min.session.timeout.ms, or a short
+# log.retention.check.interval.ms).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -78,7 +81,7 @@ PROPS
     printf '%s\n' "${properties[@]}" >> "$dir/server.properties"
   fi
   if [ -n "${KAFKA_REFERENCE_PROPERTIES:-}" ]; then
-    printf '%s\n' "$KAFKA_REFERENCE_PROPERTIES" | tr ';' '\n' >> "$dir/server.properties"
+    printf '%s\n' "$KAFKA_REFERENCE_PROPERTIES" | tr -s ';[:blank:]' '\n' >> "$dir/server.properties"
   fi
 
   cat > "$dir/log4j2.properties" <<'LOG'
@@ -113,5 +116,5 @@ case "${1:-}" in
   install) install ;;
   classpath) classpath ;;
   start) shift; start "$@" ;;
-  *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
 esac

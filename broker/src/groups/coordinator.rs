@@ -279,12 +279,15 @@ impl GroupCoordinator {
             .await?
             .ok_or(ResponseError::UnknownMemberId)?;
         let mut group = group.lock().await;
-        group.heartbeat(
+        let result = group.heartbeat(
             member_id,
             group_instance_id,
             generation_id,
             self.clock.now_ms(),
-        )
+        );
+        // The heartbeat may have acted on deadlines that passed (a rebalance, an empty group).
+        self.persist(&mut group).await;
+        result
     }
 
     /// One result per leaving `(member_id, group_instance_id)`, in order.
@@ -477,6 +480,8 @@ impl GroupCoordinator {
             .await?
             .ok_or(ResponseError::GroupIdNotFound)?;
         let mut group = shared.lock().await;
+        // Members whose session ran out are gone by now, however late the timer task runs.
+        group.tick(self.clock.now_ms());
         match group.state() {
             GroupState::Empty => {}
             GroupState::Dead => return Err(ResponseError::GroupIdNotFound),

@@ -138,6 +138,7 @@ async fn stable_member_with(
             metadata,
         }],
         require_known_member_id: false,
+        supports_skip_assignment: false,
     };
     let joined = coordinator.join(group, join).await;
     assert_eq!(joined.error, None);

@@ -2,9 +2,18 @@
 //!
 //! Synchronous and clock-free: every operation takes `now_ms`, and answers that must wait for
 //! other members (JoinGroup during a rebalance, a follower's SyncGroup) are handed out as
-//! oneshot receivers that a later operation or [`Group::tick`] completes. The coordinator
+//! oneshot receivers that a later operation or [`Group::tick`] completes. Every operation
+//! first acts on the deadlines that passed (as [`Group::tick`]), so that it sees the group as
+//! Kafka's timers would have left it, however late the coordinator's tick runs. The coordinator
 //! serialises operations on one group behind a lock and persists the group when
 //! [`Group::take_dirty`] says a generation ended.
+//!
+//! - [`rebalance`]: the join and sync phases and every timer (sessions, rebalance timeout,
+//!   initial delay, sync deadline);
+//! - [`static_member`]: a static member coming back under a new member id (KIP-345).
+
+mod rebalance;
+mod static_member;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -53,6 +62,8 @@ pub struct JoinRequest {
     pub protocols: Vec<Protocol>,
     /// JoinGroup v4+: a member without an id first gets MEMBER_ID_REQUIRED and an id.
     pub require_known_member_id: bool,
+    /// JoinGroup v9+: the answer may tell a leader to skip the assignment.
+    pub supports_skip_assignment: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -105,10 +116,12 @@ pub struct Group {
     static_members: HashMap<String, String>,
     /// Ids handed out with MEMBER_ID_REQUIRED, with the instant they lapse if unused.
     pending_members: HashMap<String, u64>,
+    /// When the join phase ends whoever has rejoined (the rebalance timeout).
     rebalance_deadline_ms: u64,
     /// While the first rebalance of an empty group waits for more members to arrive.
-    initial_join_until_ms: Option<u64>,
-    initial_join_limit_ms: u64,
+    initial_delay: Option<rebalance::InitialDelay>,
+    /// Members of the generation that have not sent SyncGroup yet, and until when they may.
+    pending_sync: Option<rebalance::PendingSync>,
     /// When the group last became Empty (Kafka's `currentStateTimestamp`; offsets expire
     /// counting from it). `None` while it has members, or when it never had any.
     empty_since_ms: Option<u64>,
@@ -131,8 +144,8 @@ impl Group {
             static_members: HashMap::new(),
             pending_members: HashMap::new(),
             rebalance_deadline_ms: 0,
-            initial_join_until_ms: None,
-            initial_join_limit_ms: 0,
+            initial_delay: None,
+            pending_sync: None,
             empty_since_ms: None,
             dirty: false,
             store_version: None,
@@ -241,6 +254,7 @@ impl Group {
     }
 
     pub fn join(&mut self, request: JoinRequest, now_ms: u64) -> Outcome<JoinResponse> {
+        self.tick(now_ms);
         let member_id = request.member_id.clone();
         if self.state == GroupState::Dead {
             return Outcome::Ready(JoinResponse::error(
@@ -331,55 +345,6 @@ impl Group {
         }
     }
 
-    /// A static member came back with a new member id: the old id is fenced. In a stable
-    /// group with unchanged metadata it takes over the old assignment without a rebalance.
-    fn replace_static_member(
-        &mut self,
-        old_id: String,
-        new_id: String,
-        request: JoinRequest,
-        now_ms: u64,
-    ) -> Outcome<JoinResponse> {
-        let Some(mut old) = self.members.remove(&old_id) else {
-            return self.add_member_and_rebalance(new_id, request, now_ms);
-        };
-        old.answer_join(JoinResponse::error(
-            ResponseError::FencedInstanceId,
-            &old_id,
-        ));
-        old.answer_sync(SyncResponse::error(ResponseError::FencedInstanceId));
-        let was_leader = self.leader_id.as_deref() == Some(old_id.as_str());
-        let unchanged = match &self.protocol_name {
-            Some(name) => {
-                old.metadata_for(name).is_some()
-                    && old.metadata_for(name) == find_metadata(&request.protocols, name)
-            }
-            None => false,
-        };
-        tracing::info!(group = %self.group_id, instance = ?request.group_instance_id, %old_id, %new_id, "static member replaced");
-        let mut member = new_member(new_id.clone(), &request, now_ms);
-        member.assignment = old.assignment;
-        if let Some(instance) = &request.group_instance_id {
-            self.static_members.insert(instance.clone(), new_id.clone());
-        }
-        if was_leader {
-            self.leader_id = Some(new_id.clone());
-        }
-        if self.state == GroupState::Stable && unchanged && !was_leader {
-            self.members.insert(new_id.clone(), member);
-            self.dirty = true;
-            return Outcome::Ready(self.current_join_response(&new_id, false));
-        }
-        let (waiter, answer) = oneshot::channel();
-        member.awaiting_join = Some(waiter);
-        self.members.insert(new_id, member);
-        if self.state != GroupState::PreparingRebalance {
-            self.prepare_rebalance(now_ms);
-        }
-        self.maybe_complete_join(now_ms);
-        Outcome::Waiting(answer)
-    }
-
     fn add_member_and_rebalance(
         &mut self,
         member_id: String,
@@ -387,6 +352,8 @@ impl Group {
         now_ms: u64,
     ) -> Outcome<JoinResponse> {
         let mut member = new_member(member_id.clone(), &request, now_ms);
+        member.is_new = true;
+        member.session_deadline_ms = now_ms + self.config.new_member_join_timeout_ms;
         let (waiter, answer) = oneshot::channel();
         member.awaiting_join = Some(waiter);
         if self.members.is_empty() {
@@ -402,10 +369,9 @@ impl Group {
         self.members.insert(member_id, member);
         match self.state {
             GroupState::PreparingRebalance => {
-                // A newcomer during the initial delay buys the others a little more time.
-                if let Some(until) = self.initial_join_until_ms.as_mut() {
-                    *until = (now_ms + self.config.initial_rebalance_delay_ms)
-                        .min(self.initial_join_limit_ms);
+                // A newcomer during the initial delay buys the others another window.
+                if let Some(delay) = self.initial_delay.as_mut() {
+                    delay.member_added = true;
                 }
             }
             _ => self.prepare_rebalance(now_ms),
@@ -432,8 +398,8 @@ impl Group {
         member.protocols = request.protocols;
         member.session_timeout_ms = request.session_timeout_ms;
         member.rebalance_timeout_ms = request.rebalance_timeout_ms;
+        // No new session: waiting for the answer keeps it alive, and the answer restarts it.
         member.awaiting_join = Some(waiter);
-        member.touch(now_ms);
         if self.state != GroupState::PreparingRebalance {
             self.prepare_rebalance(now_ms);
         }
@@ -441,103 +407,8 @@ impl Group {
         Outcome::Waiting(answer)
     }
 
-    fn prepare_rebalance(&mut self, now_ms: u64) {
-        if self.state == GroupState::CompletingRebalance {
-            for member in self.members.values_mut() {
-                member.assignment = Bytes::new();
-                member.answer_sync(SyncResponse::error(ResponseError::RebalanceInProgress));
-            }
-        }
-        let was_empty = self.state == GroupState::Empty;
-        let timeout = self
-            .members
-            .values()
-            .map(|m| timeout_ms(m.rebalance_timeout_ms))
-            .max()
-            .unwrap_or(0);
-        self.state = GroupState::PreparingRebalance;
-        self.empty_since_ms = None;
-        self.rebalance_deadline_ms = now_ms + timeout;
-        self.initial_join_until_ms = None;
-        if was_empty && self.config.initial_rebalance_delay_ms > 0 {
-            self.initial_join_limit_ms = self.rebalance_deadline_ms;
-            self.initial_join_until_ms = Some(
-                (now_ms + self.config.initial_rebalance_delay_ms).min(self.rebalance_deadline_ms),
-            );
-        }
-        tracing::debug!(group = %self.group_id, generation = self.generation_id, members = self.members.len(), "preparing rebalance");
-    }
-
-    fn maybe_complete_join(&mut self, now_ms: u64) {
-        if self.state != GroupState::PreparingRebalance {
-            return;
-        }
-        let all_joined = self.pending_members.is_empty()
-            && self.members.values().all(|m| m.awaiting_join.is_some());
-        let delay_over = self
-            .initial_join_until_ms
-            .is_none_or(|until| now_ms >= until);
-        if (all_joined && delay_over) || now_ms >= self.rebalance_deadline_ms {
-            self.complete_join(now_ms);
-        }
-    }
-
-    fn complete_join(&mut self, now_ms: u64) {
-        let missing: Vec<String> = self
-            .members
-            .values()
-            .filter(|m| m.awaiting_join.is_none())
-            .map(|m| m.member_id.clone())
-            .collect();
-        for member_id in missing {
-            tracing::info!(group = %self.group_id, %member_id, "member removed: did not rejoin in time");
-            self.remove_member(&member_id, ResponseError::UnknownMemberId);
-        }
-        self.pending_members.clear();
-        self.initial_join_until_ms = None;
-        self.generation_id = self.generation_id.wrapping_add(1).max(1);
-        if self.members.is_empty() {
-            self.state = GroupState::Empty;
-            self.empty_since_ms = Some(now_ms);
-            self.protocol_name = None;
-            self.leader_id = None;
-            self.dirty = true;
-            tracing::info!(group = %self.group_id, generation = self.generation_id, "group is empty");
-            return;
-        }
-        self.protocol_name = self.select_protocol();
-        if self
-            .leader_id
-            .as_ref()
-            .is_none_or(|l| !self.members.contains_key(l))
-        {
-            self.leader_id = self.members.keys().next().cloned();
-        }
-        self.state = GroupState::CompletingRebalance;
-        let leader_id = self.leader_id.clone().unwrap_or_default();
-        let leader_view = self.joined_members();
-        for member in self.members.values_mut() {
-            member.touch(now_ms);
-            let is_leader = member.member_id == leader_id;
-            let response = JoinResponse {
-                error: None,
-                generation_id: self.generation_id,
-                protocol_type: self.protocol_type.clone(),
-                protocol_name: self.protocol_name.clone(),
-                leader_id: leader_id.clone(),
-                member_id: member.member_id.clone(),
-                members: if is_leader {
-                    leader_view.clone()
-                } else {
-                    Vec::new()
-                },
-            };
-            member.answer_join(response);
-        }
-        tracing::info!(group = %self.group_id, generation = self.generation_id, members = self.members.len(), protocol = ?self.protocol_name, leader = %leader_id, "rebalance joined");
-    }
-
     pub fn sync(&mut self, request: SyncRequest, now_ms: u64) -> Outcome<SyncResponse> {
+        self.tick(now_ms);
         let ready = |error| Outcome::Ready(SyncResponse::error(error));
         if self.state == GroupState::Dead {
             return ready(ResponseError::CoordinatorNotAvailable);
@@ -557,14 +428,15 @@ impl Group {
         if type_mismatch || name_mismatch {
             return ready(ResponseError::InconsistentGroupProtocol);
         }
+        // A SyncGroup does not restart the session (a waiting member is alive anyway), as Kafka.
         match self.state {
             GroupState::Empty | GroupState::Dead => ready(ResponseError::UnknownMemberId),
             GroupState::PreparingRebalance => ready(ResponseError::RebalanceInProgress),
             GroupState::Stable => {
-                let Some(member) = self.members.get_mut(&request.member_id) else {
+                self.synced(&request.member_id);
+                let Some(member) = self.members.get(&request.member_id) else {
                     return ready(ResponseError::UnknownMemberId);
                 };
-                member.touch(now_ms);
                 Outcome::Ready(SyncResponse {
                     error: None,
                     protocol_type: self.protocol_type.clone(),
@@ -573,13 +445,13 @@ impl Group {
                 })
             }
             GroupState::CompletingRebalance => {
+                self.synced(&request.member_id);
                 let (waiter, answer) = oneshot::channel();
                 let Some(member) = self.members.get_mut(&request.member_id) else {
                     return ready(ResponseError::UnknownMemberId);
                 };
                 member.answer_sync(SyncResponse::error(ResponseError::RebalanceInProgress));
                 member.awaiting_sync = Some(waiter);
-                member.touch(now_ms);
                 if self.leader_id.as_deref() == Some(request.member_id.as_str()) {
                     self.apply_assignments(request.assignments, now_ms);
                 }
@@ -589,13 +461,18 @@ impl Group {
     }
 
     /// The leader's assignment ends the rebalance: every member gets its part (members the
-    /// leader left out get an empty one), and the generation becomes durable.
+    /// leader left out get an empty one), and the generation becomes durable. Members that
+    /// were waiting for it start a new session with the answer, as in Kafka; the others still
+    /// have to send SyncGroup before the sync deadline.
     fn apply_assignments(&mut self, assignments: Vec<(String, Bytes)>, now_ms: u64) {
         let mut assignments: HashMap<String, Bytes> = assignments.into_iter().collect();
         self.state = GroupState::Stable;
         self.dirty = true;
         for member in self.members.values_mut() {
             member.assignment = assignments.remove(&member.member_id).unwrap_or_default();
+            if member.awaiting_sync.is_none() {
+                continue;
+            }
             member.touch(now_ms);
             let response = SyncResponse {
                 error: None,
@@ -615,6 +492,7 @@ impl Group {
         generation_id: i32,
         now_ms: u64,
     ) -> Result<(), ResponseError> {
+        self.tick(now_ms);
         if self.state == GroupState::Dead {
             return Err(ResponseError::CoordinatorNotAvailable);
         }
@@ -648,6 +526,7 @@ impl Group {
         group_instance_id: Option<&str>,
         now_ms: u64,
     ) -> Result<(), ResponseError> {
+        self.tick(now_ms);
         if self.state == GroupState::Dead {
             return Err(ResponseError::CoordinatorNotAvailable);
         }
@@ -670,7 +549,7 @@ impl Group {
             }
         };
         if self.pending_members.remove(&member_id).is_some() {
-            self.maybe_complete_join(now_ms);
+            self.complete_join_if_all_joined(now_ms);
             return Ok(());
         }
         if !self.members.contains_key(&member_id) {
@@ -691,6 +570,7 @@ impl Group {
         generation_id: i32,
         now_ms: u64,
     ) -> Result<(), ResponseError> {
+        self.tick(now_ms);
         if self.state == GroupState::Dead {
             return Err(ResponseError::CoordinatorNotAvailable);
         }
@@ -714,29 +594,6 @@ impl Group {
             GroupState::CompletingRebalance => Err(ResponseError::RebalanceInProgress),
             GroupState::Empty | GroupState::Dead => Err(ResponseError::UnknownMemberId),
         }
-    }
-
-    /// Timers: lapsed member ids, expired sessions, rebalance deadlines.
-    pub fn tick(&mut self, now_ms: u64) {
-        if self.state == GroupState::Dead {
-            return;
-        }
-        self.pending_members
-            .retain(|_, deadline| *deadline > now_ms);
-        let expired: Vec<String> = self
-            .members
-            .values()
-            .filter(|m| !m.is_awaiting() && m.session_deadline_ms <= now_ms)
-            .map(|m| m.member_id.clone())
-            .collect();
-        for member_id in &expired {
-            tracing::info!(group = %self.group_id, %member_id, "member session expired");
-            self.remove_member(member_id, ResponseError::UnknownMemberId);
-        }
-        if !expired.is_empty() {
-            self.after_removal(now_ms);
-        }
-        self.maybe_complete_join(now_ms);
     }
 
     pub fn describe(&self) -> GroupDescription {
@@ -788,23 +645,13 @@ impl Group {
             })
     }
 
-    fn after_removal(&mut self, now_ms: u64) {
-        match self.state {
-            GroupState::Stable | GroupState::CompletingRebalance => {
-                self.prepare_rebalance(now_ms);
-                self.maybe_complete_join(now_ms);
-            }
-            GroupState::PreparingRebalance => self.maybe_complete_join(now_ms),
-            GroupState::Empty | GroupState::Dead => {}
-        }
-    }
-
     fn remove_member(&mut self, member_id: &str, error: ResponseError) {
         let Some(mut member) = self.members.remove(member_id) else {
             return;
         };
         member.answer_join(JoinResponse::error(error, member_id));
         member.answer_sync(SyncResponse::error(error));
+        self.synced(member_id);
         if let Some(instance) = &member.group_instance_id {
             if self.static_members.get(instance).map(String::as_str) == Some(member_id) {
                 self.static_members.remove(instance);
@@ -926,6 +773,7 @@ impl Group {
             } else {
                 Vec::new()
             },
+            skip_assignment: false,
         }
     }
 }
@@ -941,18 +789,12 @@ fn new_member(member_id: String, request: &JoinRequest, now_ms: u64) -> Member {
         protocols: request.protocols.clone(),
         assignment: Bytes::new(),
         session_deadline_ms: 0,
+        is_new: false,
         awaiting_join: None,
         awaiting_sync: None,
     };
     member.touch(now_ms);
     member
-}
-
-fn find_metadata<'a>(protocols: &'a [Protocol], name: &str) -> Option<&'a Bytes> {
-    protocols
-        .iter()
-        .find(|p| p.name == name)
-        .map(|p| &p.metadata)
 }
 
 /// Topics of a consumer-protocol subscription (version prefix, then the body at that version).

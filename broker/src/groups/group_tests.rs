@@ -1,4 +1,10 @@
-//! The classic group state machine under a hand-moved clock.
+//! The classic group state machine under a hand-moved clock (every operation takes `now_ms`).
+//! Every timer against its configured value: [`timers`]; static members: [`static_members`].
+
+mod static_members;
+mod timers;
+
+use std::collections::HashMap;
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
@@ -36,6 +42,7 @@ fn request(member_id: &str, protocols: &[(&str, &'static [u8])]) -> JoinRequest 
             })
             .collect(),
         require_known_member_id: false,
+        supports_skip_assignment: false,
     }
 }
 
@@ -82,18 +89,32 @@ fn sync(member_id: &str, generation_id: i32, assignments: &[(&str, &'static [u8]
     }
 }
 
-/// A stable group of `n` members (joined together inside the initial delay); returns their
-/// ids, leader first, each assigned `a-<id>`.
+/// When [`stable_group`]'s members are answered: they join together in the first window of
+/// the initial delay, which buys them a second one.
+const STABLE_AT: u64 = T0 + 2 * DELAY_MS;
+const DELAY_MS: u64 = 1000;
+
+/// A stable group of `n` members (joined together inside the initial delay, synced at
+/// [`STABLE_AT`]); returns their ids, leader first, each assigned `a-<id>`.
 fn stable_group(n: usize) -> (Group, Vec<String>) {
+    stable_group_of(config(), (0..n).map(|_| range("")).collect())
+}
+
+/// A stable group of the members joining with `requests` at `T0`, as [`stable_group`];
+/// `config`'s initial delay is replaced by [`DELAY_MS`].
+fn stable_group_of(config: GroupConfig, requests: Vec<JoinRequest>) -> (Group, Vec<String>) {
     let mut group = Group::new(
         "g",
         GroupConfig {
-            initial_rebalance_delay_ms: 1000,
-            ..config()
+            initial_rebalance_delay_ms: DELAY_MS,
+            ..config
         },
     );
-    let mut answers: Vec<_> = (0..n).map(|_| waiting(group.join(range(""), T0))).collect();
-    group.tick(T0 + 1000);
+    let mut answers: Vec<_> = requests
+        .into_iter()
+        .map(|request| waiting(group.join(request, T0)))
+        .collect();
+    group.tick(STABLE_AT);
     let joined: Vec<JoinResponse> = answers.iter_mut().map(answered).collect();
     let leader = joined[0].leader_id.clone();
     let generation = group.generation_id();
@@ -105,15 +126,20 @@ fn stable_group(n: usize) -> (Group, Vec<String>) {
         .map(|m| (m.clone(), Bytes::from(format!("a-{m}"))))
         .collect();
     // Followers first, so that they wait for the leader.
+    let instances: HashMap<String, Option<String>> = joined
+        .iter()
+        .map(|j| (j.member_id.clone(), group_instance(&group, &j.member_id)))
+        .collect();
     let mut syncs: Vec<_> = members
         .iter()
         .rev()
         .map(|m| {
             let mut request = sync(m, generation, &[]);
+            request.group_instance_id = instances[m].clone();
             if *m == leader {
                 request.assignments = assignments.clone();
             }
-            waiting(group.sync(request, T0 + 1000))
+            waiting(group.sync(request, STABLE_AT))
         })
         .collect();
     for answer in syncs.iter_mut() {
@@ -121,6 +147,16 @@ fn stable_group(n: usize) -> (Group, Vec<String>) {
     }
     assert_eq!(group.state(), GroupState::Stable);
     (group, members)
+}
+
+/// The `group.instance.id` of a member, as DescribeGroups shows it.
+fn group_instance(group: &Group, member_id: &str) -> Option<String> {
+    group
+        .describe()
+        .members
+        .into_iter()
+        .find(|m| m.member_id == member_id)
+        .and_then(|m| m.group_instance_id)
 }
 
 #[test]
@@ -140,35 +176,6 @@ fn first_join_from_v4_client_gets_member_id_required_then_joins() {
     assert_eq!(joined.members.len(), 1, "the leader sees every member");
     assert_eq!(joined.protocol_name.as_deref(), Some("range"));
     assert_eq!(group.state(), GroupState::CompletingRebalance);
-}
-
-#[test]
-fn initial_delay_waits_for_more_members_before_completing() {
-    let mut group = Group::new(
-        "g",
-        GroupConfig {
-            initial_rebalance_delay_ms: 3000,
-            ..config()
-        },
-    );
-    let mut a = waiting(group.join(range(""), T0));
-    group.tick(T0 + 1000);
-    assert!(a.try_recv().is_err(), "still inside the initial delay");
-    let mut b = waiting(group.join(range(""), T0 + 1000));
-    group.tick(T0 + 3500);
-    assert!(
-        a.try_recv().is_err(),
-        "the second member extended the delay"
-    );
-    group.tick(T0 + 4000);
-    let (a, b) = (answered(&mut a), answered(&mut b));
-    assert_eq!((a.generation_id, b.generation_id), (1, 1));
-    let leader_members = if a.member_id == a.leader_id {
-        &a.members
-    } else {
-        &b.members
-    };
-    assert_eq!(leader_members.len(), 2);
 }
 
 #[test]
@@ -279,50 +286,6 @@ fn simple_commit_with_negative_generation_is_allowed_only_for_an_empty_group() {
 }
 
 #[test]
-fn session_expiry_removes_the_member_and_rebalances_the_rest() {
-    let (mut group, members) = stable_group(2);
-    let generation = group.generation_id();
-    let session = SESSION_MS as u64;
-    let t1 = T0 + 1000;
-    group.tick(t1 + session / 2);
-    assert_eq!(
-        group.heartbeat(&members[0], None, generation, t1 + session / 2),
-        Ok(())
-    );
-    group.tick(t1 + session);
-    // members[1] never heartbeat: gone; members[0] must rejoin.
-    assert_eq!(group.state(), GroupState::PreparingRebalance);
-    assert_eq!(group.member_count(), 1);
-    assert_eq!(
-        group.heartbeat(&members[0], None, generation, t1 + session),
-        Err(ResponseError::RebalanceInProgress)
-    );
-    let rejoined = answered(&mut waiting(group.join(range(&members[0]), t1 + session)));
-    assert_eq!(rejoined.generation_id, generation + 1);
-    assert_eq!(rejoined.members.len(), 1);
-}
-
-#[test]
-fn member_that_does_not_rejoin_is_dropped_at_the_rebalance_deadline() {
-    let (mut group, members) = stable_group(2);
-    let generation = group.generation_id();
-    let mut rejoin = waiting(group.join(range(&members[0]), T0));
-    // members[1] keeps heartbeating but never rejoins.
-    for step in 1..=6u64 {
-        let now = T0 + step * 5_000;
-        let _ = group.heartbeat(&members[1], None, generation, now);
-        group.tick(now);
-    }
-    let joined = answered(&mut rejoin);
-    assert_eq!(joined.generation_id, generation + 1);
-    assert_eq!(group.member_count(), 1);
-    assert_eq!(
-        group.heartbeat(&members[1], None, generation, T0 + 30_000),
-        Err(ResponseError::UnknownMemberId)
-    );
-}
-
-#[test]
 fn last_member_leaving_empties_the_group_with_a_new_generation() {
     let (mut group, members) = stable_group(2);
     let generation = group.generation_id();
@@ -336,61 +299,6 @@ fn last_member_leaving_empties_the_group_with_a_new_generation() {
     assert_eq!(
         group.leave(&members[0], None, T0),
         Err(ResponseError::UnknownMemberId)
-    );
-}
-
-#[test]
-fn static_member_rejoining_with_same_metadata_keeps_its_assignment_without_rebalance() {
-    let mut group = Group::new(
-        "g",
-        GroupConfig {
-            initial_rebalance_delay_ms: 1000,
-            ..config()
-        },
-    );
-    let mut a = waiting(group.join(static_member("", "instance-a"), T0));
-    let mut b = waiting(group.join(static_member("", "instance-b"), T0));
-    group.tick(T0 + 1000);
-    let (a, b) = (answered(&mut a), answered(&mut b));
-    let generation = a.generation_id;
-    let leader = a.leader_id.clone();
-    let (follower, follower_instance) = if a.member_id == leader {
-        (b.member_id.clone(), "instance-b")
-    } else {
-        (a.member_id.clone(), "instance-a")
-    };
-    let mut follower_sync = waiting(group.sync(sync(&follower, generation, &[]), T0 + 1000));
-    let mut leader_request = sync(&leader, generation, &[]);
-    leader_request.assignments = vec![
-        (follower.clone(), Bytes::from_static(b"p0")),
-        (leader.clone(), Bytes::from_static(b"p1")),
-    ];
-    let _pending = waiting(group.sync(leader_request, T0 + 1000));
-    assert_eq!(
-        answered(&mut follower_sync).assignment,
-        Bytes::from_static(b"p0")
-    );
-    let _ = group.take_dirty();
-
-    // The follower restarts: same instance id, no member id.
-    let replaced = ready(group.join(static_member("", follower_instance), T0 + 2000));
-    assert_eq!(replaced.error, None);
-    assert_eq!(replaced.generation_id, generation, "no rebalance");
-    assert_ne!(replaced.member_id, follower);
-    assert_eq!(group.state(), GroupState::Stable);
-    assert!(group.take_dirty(), "the new member id must be persisted");
-    let request = SyncRequest {
-        group_instance_id: Some(follower_instance.to_string()),
-        ..sync(&replaced.member_id, generation, &[])
-    };
-    assert_eq!(
-        ready(group.sync(request, T0 + 2000)).assignment,
-        Bytes::from_static(b"p0")
-    );
-    // The old incarnation is fenced.
-    assert_eq!(
-        group.heartbeat(&follower, Some(follower_instance), generation, T0 + 2000),
-        Err(ResponseError::FencedInstanceId)
     );
 }
 

@@ -24,6 +24,9 @@ pub struct JoinResponse {
     pub member_id: String,
     /// Only the leader gets the members (with their metadata for the chosen protocol).
     pub members: Vec<JoinedMember>,
+    /// JoinGroup v9+: the leader must not compute an assignment (a static leader that came
+    /// back into a stable group: the current assignment stands).
+    pub skip_assignment: bool,
 }
 
 impl JoinResponse {
@@ -36,6 +39,7 @@ impl JoinResponse {
             leader_id: String::new(),
             member_id: member_id.to_string(),
             members: Vec::new(),
+            skip_assignment: false,
         }
     }
 }
@@ -80,6 +84,9 @@ pub struct Member {
     /// Past this instant without a heartbeat the member is removed (unless it is waiting for
     /// a join or sync answer, which counts as alive, as in Kafka).
     pub session_deadline_ms: u64,
+    /// Waiting for its first join answer: then `session_deadline_ms` is the new-member join
+    /// timeout, which runs out even while it waits (Kafka's `isNew`).
+    pub is_new: bool,
     pub awaiting_join: Option<oneshot::Sender<JoinResponse>>,
     pub awaiting_sync: Option<oneshot::Sender<SyncResponse>>,
 }
@@ -98,6 +105,13 @@ impl Member {
 
     pub fn touch(&mut self, now_ms: u64) {
         self.session_deadline_ms = now_ms + timeout_ms(self.session_timeout_ms);
+    }
+
+    /// Whether the member's session (or, for a new member, its join timeout) ran out at
+    /// `now_ms`. Any other member waiting for an answer is alive: its session restarts when
+    /// it gets one.
+    pub fn session_expired(&self, now_ms: u64) -> bool {
+        (self.is_new || !self.is_awaiting()) && self.session_deadline_ms <= now_ms
     }
 
     /// Answers a pending JoinGroup, if any (a client that went away is not an error).
@@ -151,6 +165,7 @@ impl Member {
                 .collect(),
             assignment: record.assignment,
             session_deadline_ms: 0,
+            is_new: false,
             awaiting_join: None,
             awaiting_sync: None,
         };

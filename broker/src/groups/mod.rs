@@ -26,8 +26,13 @@ pub use coordinator::GroupCoordinator;
 /// Limits and timeouts of the coordinator (Kafka's `group.*` broker settings).
 #[derive(Debug, Clone, Copy)]
 pub struct GroupConfig {
-    /// How long the first rebalance of an empty group waits for more members.
+    /// How long the first rebalance of an empty group waits for more members, and again after
+    /// each such wait in which one arrived (`group.initial.rebalance.delay.ms`).
     pub initial_rebalance_delay_ms: u64,
+    /// How long a new member may wait for its first JoinGroup answer (Kafka's fixed
+    /// `classicGroupNewMemberJoinTimeoutMs`): a client that went away mid-rebalance must not
+    /// stay a member for as long as the rebalance lasts.
+    pub new_member_join_timeout_ms: u64,
     pub min_session_timeout_ms: i32,
     pub max_session_timeout_ms: i32,
     /// Members (including ids handed out but not yet used) per group.
@@ -58,6 +63,7 @@ impl Default for GroupConfig {
     fn default() -> Self {
         GroupConfig {
             initial_rebalance_delay_ms: 3000,
+            new_member_join_timeout_ms: 300_000,
             min_session_timeout_ms: 6000,
             max_session_timeout_ms: 1_800_000,
             members_max: 1000,
@@ -93,6 +99,8 @@ impl GroupConfig {
     }
 }
 
+#[cfg(test)]
+mod coordinator_tests;
 #[cfg(test)]
 mod expiry_tests;
 #[cfg(test)]

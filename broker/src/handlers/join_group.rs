@@ -41,6 +41,7 @@ pub async fn handle(
             })
             .collect(),
         require_known_member_id: version >= 4,
+        supports_skip_assignment: version >= 9,
     };
     let answer = broker.groups.join(&request.group_id.0, join).await;
     let members = answer
@@ -71,4 +72,5 @@ pub async fn handle(
         .with_leader(str_bytes(&answer.leader_id))
         .with_member_id(str_bytes(&answer.member_id))
         .with_members(members)
+        .with_skip_assignment(version >= 9 && answer.skip_assignment)
 }

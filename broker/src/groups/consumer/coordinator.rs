@@ -235,7 +235,9 @@ impl ConsumerCoordinator {
         let Some(shared) = self.existing(group_id).await? else {
             return Ok(false);
         };
-        let group = shared.lock().await;
+        let mut group = shared.lock().await;
+        // Members whose session ran out are gone by now, however late the timer task runs.
+        group.tick(self.clock.now_ms());
         if !group.is_empty() {
             return Err(ResponseError::NonEmptyGroup);
         }

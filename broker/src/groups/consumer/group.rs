@@ -236,10 +236,16 @@ impl ConsumerGroup {
                 }
             }
         }
+        // Deadlines that passed act first, as Kafka's timers would have, however late the
+        // coordinator's tick runs.
+        self.tick(now_ms);
+        if request.member_epoch != JOIN_EPOCH {
+            self.check_static_member(&request)?;
+        }
         // Whether the group needs a new epoch (and target assignment) after this heartbeat.
         let mut changed = match request.member_epoch {
             LEAVE_EPOCH => return self.leave(&request.member_id),
-            STATIC_LEAVE_EPOCH => return self.leave_static(&request, now_ms),
+            STATIC_LEAVE_EPOCH => return self.leave_static(&request),
             JOIN_EPOCH => self.join(&request, now_ms)?,
             epoch if epoch > 0 => {
                 self.check_epoch(&request)?;
@@ -397,19 +403,7 @@ impl ConsumerGroup {
                 .map(|m| (m.member_id.clone(), m.left_static));
             match holder {
                 Some((old_id, true)) => {
-                    // The instance comes back: it takes over the departed member's place,
-                    // epoch and partitions, without a rebalance.
-                    if let Some(mut member) = self.members.remove(&old_id) {
-                        member.member_id = request.member_id.clone();
-                        member.left_static = false;
-                        member.session_deadline_ms =
-                            now_ms + timeout_ms(self.config.session_timeout_ms);
-                        self.members.insert(request.member_id.clone(), member);
-                    }
-                    if let Some(target) = self.target.remove(&old_id) {
-                        self.target.insert(request.member_id.clone(), target);
-                    }
-                    self.dirty = true;
+                    self.rejoin_static(&old_id, &request.member_id, now_ms);
                     return Ok(false);
                 }
                 Some((_, false)) => {
@@ -519,11 +513,7 @@ impl ConsumerGroup {
         })
     }
 
-    fn leave_static(
-        &mut self,
-        request: &Heartbeat,
-        now_ms: u64,
-    ) -> Result<HeartbeatAnswer, Refusal> {
+    fn leave_static(&mut self, request: &Heartbeat) -> Result<HeartbeatAnswer, Refusal> {
         if request.instance_id.is_none() {
             return Err(refuse(
                 ResponseError::InvalidRequest,
@@ -542,15 +532,68 @@ impl ConsumerGroup {
                 "instance id does not match",
             ));
         }
-        // Its partitions stay reserved for the instance until its session runs out.
+        // As Kafka: its partitions stay reserved for the instance until the session its last
+        // heartbeat started runs out (this one does not extend it); what it was still revoking
+        // is released now, and it has no epoch until it comes back.
         member.left_static = true;
-        member.session_deadline_ms = now_ms + timeout_ms(self.config.session_timeout_ms);
+        member.reconciliation.member_epoch = STATIC_LEAVE_EPOCH;
+        member.reconciliation.pending_revocation.clear();
+        member.revocation_deadline_ms = None;
+        tracing::info!(group = %self.group_id, member = %request.member_id, instance = ?request.instance_id, "consumer group static member left temporarily");
         self.dirty = true;
         Ok(HeartbeatAnswer {
             member_id: request.member_id.clone(),
             member_epoch: STATIC_LEAVE_EPOCH,
             assignment: None,
         })
+    }
+
+    /// The instance of a static member that left (epoch -2) comes back as `new_id`: it takes
+    /// over the departed member's place and partitions at epoch 0, as Kafka, so that this
+    /// heartbeat's reconciliation hands them back at the current epoch. The group epoch does
+    /// not move, and nobody else is affected.
+    fn rejoin_static(&mut self, old_id: &str, new_id: &str, now_ms: u64) {
+        if let Some(mut member) = self.members.remove(old_id) {
+            member.member_id = new_id.to_string();
+            member.left_static = false;
+            member.reconciliation =
+                Reconciliation::rejoining(std::mem::take(&mut member.reconciliation.assigned));
+            member.revocation_deadline_ms = None;
+            member.session_deadline_ms = now_ms + timeout_ms(self.config.session_timeout_ms);
+            tracing::info!(group = %self.group_id, %old_id, %new_id, instance = ?member.instance_id, "consumer group static member rejoined");
+            self.members.insert(new_id.to_string(), member);
+        }
+        if let Some(target) = self.target.remove(old_id) {
+            self.target.insert(new_id.to_string(), target);
+        }
+        self.dirty = true;
+    }
+
+    /// A heartbeat naming an instance id must come from the member that holds it, as Kafka:
+    /// UNKNOWN_MEMBER_ID if none does, FENCED_INSTANCE_ID if another member id does (the
+    /// instance came back under a new id).
+    fn check_static_member(&self, request: &Heartbeat) -> Result<(), Refusal> {
+        let Some(instance_id) = &request.instance_id else {
+            return Ok(());
+        };
+        let holder = self
+            .members
+            .values()
+            .find(|m| m.instance_id.as_ref() == Some(instance_id));
+        match holder {
+            None => Err(refuse(
+                ResponseError::UnknownMemberId,
+                format!("no member has instance id {instance_id}"),
+            )),
+            Some(member) if member.member_id != request.member_id => Err(refuse(
+                ResponseError::FencedInstanceId,
+                format!(
+                    "instance id {instance_id} belongs to member {}",
+                    member.member_id
+                ),
+            )),
+            Some(_) => Ok(()),
+        }
     }
 
     /// Moves one member a step towards its target.
@@ -577,11 +620,10 @@ impl ConsumerGroup {
         let revoking = next.state == MemberState::UnrevokedPartitions;
         let rebalance_timeout_ms = member.rebalance_timeout_ms;
         if let Some(member) = self.members.get_mut(member_id) {
-            member.revocation_deadline_ms = match (revoking, member.revocation_deadline_ms) {
-                (true, Some(deadline)) => Some(deadline),
-                (true, None) => Some(now_ms + timeout_ms(rebalance_timeout_ms)),
-                (false, _) => None,
-            };
+            // As Kafka: each step that leaves the member revoking gives it a rebalance timeout
+            // from now to acknowledge; a step that does not stops the clock.
+            member.revocation_deadline_ms =
+                revoking.then(|| now_ms + timeout_ms(rebalance_timeout_ms));
             tracing::debug!(
                 group = %self.group_id,
                 member = %member_id,

@@ -1,5 +1,9 @@
 //! The consumer group state machine: joins, incremental hand-over, fencing, leaving, expiry,
-//! static members, commit checks, subscriptions by regex and the durable record.
+//! static members, commit checks, subscriptions by regex and the durable record. Timers to the
+//! millisecond: [`timers`]; static members leaving and coming back: [`static_members`].
+
+mod static_members;
+mod timers;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -44,6 +44,18 @@ impl Reconciliation {
         }
     }
 
+    /// A static member's instance back under a new member id: at epoch 0 like a joining
+    /// member, but with the partitions it held (as Kafka's copy of the departed member).
+    pub fn rejoining(assigned: Assignment) -> Reconciliation {
+        Reconciliation {
+            state: MemberState::Stable,
+            member_epoch: 0,
+            previous_member_epoch: 0,
+            assigned,
+            pending_revocation: Assignment::new(),
+        }
+    }
+
     /// Partitions this member may still be consuming.
     pub fn owns(&self, topic: &Uuid, partition: i32) -> bool {
         let has = |a: &Assignment| a.get(topic).is_some_and(|ps| ps.contains(&partition));

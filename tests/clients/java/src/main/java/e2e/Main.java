@@ -10,7 +10,8 @@ import java.util.Properties;
  * Kafka test client driven by the e2e suite. Usage: {@code MODE --bootstrap B --topic T [--flag value]...}.
  * Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
  * describe-configs, create-partitions, delete-topic, group (a consumer group member), describe-group,
- * commit-async (one commitAsync per record), init-transactions.
+ * commit-async (one commitAsync per record), init-transactions,
+ * static-member (a member with a group.instance.id that closes without leaving).
  * Every result is one JSON object per stdout line;
  * a failure prints {"error": "..."} and exits 1.
  */
@@ -37,6 +38,7 @@ public final class Main {
                 case "describe-group" -> Group.describe(args);
                 case "commit-async" -> Ordering.commitAsync(args);
                 case "init-transactions" -> Transactions.init(args);
+                case "static-member" -> StaticMembers.run(args);
                 case "create-topic", "describe-topic", "describe-configs", "create-partitions", "delete-topic" ->
                     Admin.run(argv[0], args);
                 case "configs-create", "configs-describe", "configs-alter", "configs-produce" -> Configs.run(argv[0], args);
