@@ -25,6 +25,7 @@ pub mod failing;
 mod keys;
 mod open;
 pub mod oxia;
+mod rules;
 
 pub use embedded::EmbeddedMetaStore;
 pub use failing::{FailingMetaStore, FaultMode};
