@@ -33,13 +33,11 @@ use self::ops::PutOp;
 use self::shared::Shared;
 pub use self::writer::WriterStats;
 use self::writer::{WriteOp, WriteOutcome};
+use super::rules::{validate_key, validate_sequence_put};
 use super::{
     Comparison, Expect, MetaError, MetaOptions, MetaResult, MetaStore, Notification, PutOptions,
     PutResult, Record,
 };
-
-/// Deltas accepted in one sequence-key put (the offset index uses two).
-const SEQUENCE_DELTAS_MAX: usize = 16;
 
 /// One handle (one session) on an embedded store.
 pub struct EmbeddedMetaStore {
@@ -149,41 +147,6 @@ impl Drop for EmbeddedMetaStore {
 
 fn unexpected_outcome() -> MetaError {
     MetaError::Unavailable("metadata writer gave an unexpected answer".into())
-}
-
-fn validate_key(key: &str) -> MetaResult<()> {
-    if key.contains('\0') {
-        return Err(MetaError::InvalidArgument(
-            "keys must not contain NUL".into(),
-        ));
-    }
-    Ok(())
-}
-
-fn validate_sequence_put(options: &PutOptions, deltas: &[u64]) -> MetaResult<()> {
-    if options.partition_key.is_none() {
-        return Err(MetaError::InvalidArgument(
-            "sequence-key put requires a partition key".into(),
-        ));
-    }
-    if options.expect != Expect::Any {
-        return Err(MetaError::InvalidArgument(
-            "sequence-key put cannot expect a version".into(),
-        ));
-    }
-    if deltas.is_empty() || deltas.len() > SEQUENCE_DELTAS_MAX {
-        return Err(MetaError::InvalidArgument(format!(
-            "a sequence-key put needs 1 to {SEQUENCE_DELTAS_MAX} deltas"
-        )));
-    }
-    // The Oxia server only requires the first delta to be > 0, but the oxia-client crate our
-    // Oxia backend uses rejects a zero anywhere; both backends must accept the same requests.
-    if deltas.contains(&0) {
-        return Err(MetaError::InvalidArgument(
-            "sequence deltas must be > 0".into(),
-        ));
-    }
-    Ok(())
 }
 
 #[async_trait]

@@ -1,8 +1,9 @@
 //! The metadata store: a key-value store shaped after Oxia's client API.
 //!
 //! Oxia is the production backend; the embedded backend reproduces its semantics on local disk
-//! so that a single-node deployment (and the tests) need no extra server. Every backend runs the
-//! same conformance suite (`storage/tests/meta_conformance.rs`).
+//! so that a single-node deployment (and the tests) need no extra server; the memory backend
+//! reproduces the embedded one in process memory, deterministically, for simulations. Every
+//! backend runs the same conformance suite (`storage/tests/meta_conformance/`).
 //!
 //! Semantics every backend honours:
 //! - keys are UTF-8 strings without NUL bytes, ordered as the Oxia server orders them: by number
@@ -23,12 +24,15 @@
 pub mod embedded;
 pub mod failing;
 mod keys;
+pub mod memory;
 mod open;
 pub mod oxia;
+mod rules;
 
 pub use embedded::EmbeddedMetaStore;
 pub use failing::{FailingMetaStore, FaultMode};
 pub use keys::{compare_keys, sort_key};
+pub use memory::{MemoryMetaStore, MemoryStore, MemoryStoreConfig, MetaClock};
 pub use open::open_meta_store;
 pub use oxia::{parse_oxia_url, OxiaAddress, OxiaMetaStore};
 

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use rusqlite::{OptionalExtension, Transaction};
 
 use super::notify::ChangeKind;
+use crate::meta::rules::{check_expect, next_sequence_key, sequence_upper_bound};
 use crate::meta::{sort_key, Expect, MetaError, Notification, PutResult, Version};
 
 /// Why an operation failed: the caller's fault (reported to that caller only) or the store's
@@ -151,10 +152,9 @@ impl<'t> Batch<'t> {
         })
     }
 
-    /// Oxia's rule: the numbers continue from the highest existing key of the form
-    /// `prefix-<n>[-<n>...]` (so deleting the newest keys of a sequence rewinds it).
+    /// Oxia's rule, see [`next_sequence_key`]: one indexed lookup of the sequence's highest key.
     fn next_sequence_key(&self, prefix: &str, deltas: &[u64]) -> OpResult<String> {
-        let upper = sort_key(&format!("{prefix}-{:020}", u64::MAX));
+        let upper = sort_key(&sequence_upper_bound(prefix));
         let last: Option<String> = self
             .tx
             .prepare_cached(
@@ -162,35 +162,7 @@ impl<'t> Batch<'t> {
             )?
             .query_row([upper], |r| r.get(0))
             .optional()?;
-        let dashed = format!("{prefix}-");
-        let parts: Vec<&str> = match last.as_deref().and_then(|k| k.strip_prefix(&dashed)) {
-            Some(suffix) => suffix.split('-').collect(),
-            None => Vec::new(),
-        };
-        if parts.len() > deltas.len() {
-            return Err(MetaError::InvalidArgument(format!(
-                "sequence {prefix} has {} components but only {} deltas were given",
-                parts.len(),
-                deltas.len()
-            ))
-            .into());
-        }
-        let mut key = prefix.to_string();
-        for (i, delta) in deltas.iter().enumerate() {
-            let last_value = match parts.get(i) {
-                Some(part) => part.parse::<u64>().map_err(|_| {
-                    MetaError::InvalidArgument(format!(
-                        "existing key in sequence {prefix} is not numeric"
-                    ))
-                })?,
-                None => 0,
-            };
-            let value = last_value.checked_add(*delta).ok_or_else(|| {
-                MetaError::InvalidArgument(format!("sequence {prefix} would overflow"))
-            })?;
-            key.push_str(&format!("-{value:020}"));
-        }
-        Ok(key)
+        Ok(next_sequence_key(prefix, last.as_deref(), deltas)?)
     }
 
     pub fn delete(&mut self, key: &str, expect: Expect) -> OpResult<()> {
@@ -346,15 +318,5 @@ impl<'t> Batch<'t> {
         self.notifications
             .push(kind.notification(key, end_key, version_id));
         Ok(())
-    }
-}
-
-/// Oxia's version check: `NotExists` and `Version` both fail with `UnexpectedVersion`,
-/// including a `Version` expectation on a missing key.
-fn check_expect(expect: Expect, current_version_id: Option<i64>) -> Result<(), MetaError> {
-    match (expect, current_version_id) {
-        (Expect::Any, _) | (Expect::NotExists, None) => Ok(()),
-        (Expect::Version(expected), Some(current)) if expected == current => Ok(()),
-        _ => Err(MetaError::UnexpectedVersion),
     }
 }
