@@ -37,7 +37,8 @@ pub struct Config {
     #[arg(long, env = "BROKER_OBJECT_STORE")]
     pub object_store: Option<String>,
 
-    /// Metadata store: `embedded` or `oxia://host:port/namespace`.
+    /// Metadata store: `embedded`, `oxia://host:port/namespace`, or `memory` (this process
+    /// only, not durable: for tests and benchmarks).
     #[arg(long, env = "BROKER_METASTORE", default_value = "embedded")]
     pub metastore: String,
 
@@ -443,9 +444,12 @@ impl Config {
             "must be >= 1 and at most compaction_retry_backoff_max_ms",
         )?;
         check(
-            self.metastore == "embedded" || self.metastore.starts_with("oxia://"),
+            self.metastore == "embedded"
+                || self.metastore.starts_with("oxia://")
+                || self.metastore == "memory"
+                || self.metastore.starts_with("memory://"),
             "metastore",
-            "expected `embedded` or `oxia://host:port/namespace`",
+            "expected `embedded`, `oxia://host:port/namespace` or `memory`",
         )?;
         if let Some(advertised) = &self.advertised_listener {
             Endpoint::parse(advertised)?;
