@@ -156,14 +156,13 @@ fn check_records(
 ) -> Result<(), String> {
     let mut at: HashMap<u64, Tag> = HashMap::new();
     let mut seen: HashMap<Tag, u64> = HashMap::new();
-    let mut expected = records.first().map_or(0, |(o, _)| *o);
-    for &(offset, tag) in records {
+    let first = records.first().map_or(0, |(o, _)| *o);
+    for (expected, &(offset, tag)) in (first..).zip(records) {
         if offset != expected {
             return Err(format!(
                 "offsets not dense: {offset} where {expected} was due"
             ));
         }
-        expected += 1;
         if let Some(first) = seen.insert(tag, offset) {
             return Err(format!("{tag:?} read twice, at {first} and {offset}"));
         }
