@@ -11,12 +11,14 @@ pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod index;
-pub mod meta;
 pub mod objects;
 pub mod record_batch;
 pub mod stream;
 pub mod topics;
 pub mod wal;
+
+// The MetaStore is a crate of its own; this path stays while callers move to `metastore::`.
+pub use metastore as meta;
 
 pub use config::StorageConfig;
 pub use engine::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, Storage, StreamBounds};

@@ -12,7 +12,7 @@
 //! - time is read only through the store's [`MetaClock`] (default: system time), once per put,
 //!   to stamp `created_ms`/`modified_ms`;
 //! - semantics are the embedded store's, from the same code where possible (`meta/rules.rs`):
-//!   Oxia's key order through [`sort_key`](crate::meta::sort_key), version ids unique and
+//!   Oxia's key order through [`sort_key`](crate::sort_key), version ids unique and
 //!   increasing per store from 1, `modifications_count` from 0, Oxia's conditional put/delete
 //!   errors, Oxia's sequence-key rule, and one shard: partition keys are accepted and ignored,
 //!   exactly as the embedded store does (the conformance suite allows it);

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use rusqlite::{OptionalExtension, Transaction};
 
 use super::notify::ChangeKind;
-use crate::meta::rules::{check_expect, next_sequence_key, sequence_upper_bound};
-use crate::meta::{sort_key, Expect, MetaError, Notification, PutResult, Version};
+use crate::rules::{check_expect, next_sequence_key, sequence_upper_bound};
+use crate::{sort_key, Expect, MetaError, Notification, PutResult, Version};
 
 /// Why an operation failed: the caller's fault (reported to that caller only) or the store's
 /// (the batch is rolled back).

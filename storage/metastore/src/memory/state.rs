@@ -11,8 +11,8 @@ use bytes::Bytes;
 use tokio::sync::broadcast;
 
 use super::MetaClock;
-use crate::meta::rules::{check_expect, next_sequence_key, sequence_upper_bound};
-use crate::meta::{
+use crate::rules::{check_expect, next_sequence_key, sequence_upper_bound};
+use crate::{
     sort_key, Comparison, Expect, MetaError, MetaResult, Notification, PutResult, Record, Version,
 };
 

@@ -2,7 +2,7 @@
 //! on one host can share (the broker and the compactor open the same `data/meta/meta.sqlite`).
 //!
 //! Shape (see `docs/metastore-embedded.md`):
-//! - keys are stored with [`sort_key`](crate::meta::sort_key) as the primary key, so SQLite's
+//! - keys are stored with [`sort_key`](crate::sort_key) as the primary key, so SQLite's
 //!   byte order is Oxia's key order;
 //! - writes go to one writer thread per file and process, which commits whatever is queued in
 //!   one transaction (group commit, one fsync); SQLite's write lock serializes processes, and the

@@ -11,7 +11,7 @@ use rusqlite::{Connection, OptionalExtension, Row};
 use tokio::sync::Semaphore;
 
 use super::schema;
-use crate::meta::{sort_key, Comparison, MetaError, MetaResult, Record, Version};
+use crate::{sort_key, Comparison, MetaError, MetaResult, Record, Version};
 
 /// Concurrent reads at most (and connections kept open for them).
 const READERS_MAX: usize = 4;

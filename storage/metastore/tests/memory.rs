@@ -4,8 +4,6 @@
 //! Every test of the suite applies. What the embedded tests check beyond the suite (durability
 //! across reopen, several OS processes, lock timeouts, group commit) has no memory equivalent.
 
-mod meta_conformance;
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
-use meta_conformance::MetaHarness;
-use storage::meta::memory::{MemoryStoreConfig, NOTIFICATION_BUFFER_MAX};
-use storage::meta::{
+use metastore::conformance::MetaHarness;
+use metastore::memory::{MemoryStoreConfig, NOTIFICATION_BUFFER_MAX};
+use metastore::{
     open_meta_store, Comparison, Expect, MemoryMetaStore, MemoryStore, MetaError, MetaOptions,
     MetaStore, Notification, PutOptions,
 };
@@ -40,7 +38,7 @@ impl MetaHarness for MemoryHarness {
     }
 }
 
-meta_conformance::meta_conformance_tests!(MemoryHarness::default());
+metastore::meta_conformance_tests!(MemoryHarness::default());
 
 fn quiet() -> MetaOptions {
     MetaOptions {

@@ -6,8 +6,6 @@
 //! (`OXIA_BIN=$(scripts/install-oxia.sh) cargo test -p storage --test meta_oxia`). Without it the
 //! tests are skipped, unless `CI` is set, where a missing server is a failure.
 
-mod meta_conformance;
-
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -16,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use meta_conformance::{unique_prefix, MetaHarness};
-use storage::meta::{
+use metastore::conformance::{unique_prefix, MetaHarness};
+use metastore::{
     Comparison, MetaError, MetaOptions, MetaStore, OxiaAddress, OxiaMetaStore, PutOptions,
 };
 
@@ -214,7 +212,7 @@ impl OxiaHarness {
     }
 }
 
-meta_conformance::meta_conformance_tests!(match OxiaHarness::start() {
+metastore::meta_conformance_tests!(match OxiaHarness::start() {
     Some(harness) => harness,
     None => return,
 });

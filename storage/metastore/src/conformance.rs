@@ -1,25 +1,23 @@
 //! The conformance suite every `MetaStore` backend runs.
 //!
-//! A backend's test file does:
+//! A backend's test file (with this crate's `conformance` feature) does:
 //! ```ignore
-//! mod meta_conformance;
-//! meta_conformance::meta_conformance_tests!(MyHarness::new());
+//! metastore::meta_conformance_tests!(MyHarness::new());
 //! ```
 //! which expands to one `#[tokio::test]` per property below. The harness expression is
 //! evaluated once per test. Tests are backend-neutral: every test works under its own random key
 //! prefix (so a shared server works) and never assumes the store is otherwise empty.
-#![allow(dead_code)]
 
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use futures::StreamExt;
-use storage::meta::{
+use crate::{
     Comparison, Expect, MetaError, MetaOptions, MetaStore, Notification, PutOptions, Record,
 };
+use bytes::Bytes;
+use futures::StreamExt;
 
 /// Opens handles for the suite. Within one test, the same `name` must give handles on the same
 /// store (a backend talking to one shared server may ignore `name`).
@@ -28,9 +26,10 @@ pub trait MetaHarness: Send + Sync + 'static {
     async fn open(&self, name: &str, options: MetaOptions) -> Arc<dyn MetaStore>;
 }
 
+#[macro_export]
 macro_rules! meta_conformance_tests {
     ($harness:expr) => {
-        $crate::meta_conformance::meta_conformance_tests!(@each $harness;
+        $crate::meta_conformance_tests!(@each $harness;
             put_then_get_returns_value_and_version,
             keys_sort_by_depth_then_bytes_with_the_separator_highest,
             overwriting_a_key_increments_modifications_and_version_id,
@@ -64,12 +63,11 @@ macro_rules! meta_conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $test() {
                 let harness = $harness;
-                $crate::meta_conformance::$test(&harness).await;
+                $crate::conformance::$test(&harness).await;
             }
         )*
     };
 }
-pub(crate) use meta_conformance_tests;
 
 /// How long asynchronous effects (notifications, session expiry) may take to show.
 const EVENTUALLY: Duration = Duration::from_secs(10);

@@ -177,7 +177,7 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::meta::{EmbeddedMetaStore, MetaOptions};
+    use crate::{EmbeddedMetaStore, MetaOptions};
 
     async fn wrapped(dir: &tempfile::TempDir) -> FailingMetaStore {
         let options = MetaOptions {

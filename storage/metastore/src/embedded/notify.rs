@@ -20,7 +20,7 @@ use rusqlite::Connection;
 use tokio::sync::broadcast;
 
 use super::shared::Shared;
-use crate::meta::Notification;
+use crate::Notification;
 
 pub(super) const POLL_INTERVAL: Duration = Duration::from_millis(50);
 pub(super) const NOTIFICATION_BUFFER_MAX: usize = 4096;

@@ -17,7 +17,7 @@ use super::notify::{self, NOTIFICATION_BUFFER_MAX};
 use super::reader::{self, Readers};
 use super::schema;
 use super::writer::{self, WriteOp, WriteOutcome, WriteRequest, WriterStats, WRITE_QUEUE_MAX};
-use crate::meta::{MetaError, MetaResult, Notification};
+use crate::{MetaError, MetaResult, Notification};
 
 /// How often the keep-alive thread wakes to see whether anything is due.
 const MAINTENANCE_TICK: Duration = Duration::from_millis(100);

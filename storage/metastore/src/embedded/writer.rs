@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::notify::{CHANGE_LOG_MAX_AGE_MS, CHANGE_LOG_ROWS_MAX};
 use super::ops::{Batch, OpError, OpResult, PutOp};
-use crate::meta::{Expect, MetaError, MetaResult, Notification, PutResult};
+use crate::{Expect, MetaError, MetaResult, Notification, PutResult};
 
 /// Requests queued for the writer; senders wait (asynchronously) when it is full.
 pub(super) const WRITE_QUEUE_MAX: usize = 4096;

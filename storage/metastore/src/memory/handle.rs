@@ -12,8 +12,8 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::state::PutOp;
 use super::MemoryStore;
-use crate::meta::rules::{validate_key, validate_sequence_put};
-use crate::meta::{
+use crate::rules::{validate_key, validate_sequence_put};
+use crate::{
     Comparison, Expect, MetaError, MetaOptions, MetaResult, MetaStore, Notification, PutOptions,
     PutResult, Record,
 };

@@ -2,8 +2,6 @@
 //! store has to prove (durability across reopen, several OS processes on one file, lock timeouts,
 //! group-commit throughput).
 
-mod meta_conformance;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -11,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::StreamExt;
-use meta_conformance::{eventually, unique_prefix, MetaHarness};
-use storage::meta::{
+use metastore::conformance::{eventually, unique_prefix, MetaHarness};
+use metastore::{
     Comparison, EmbeddedMetaStore, MetaError, MetaOptions, MetaStore, Notification, PutOptions,
 };
 
@@ -37,7 +35,7 @@ impl MetaHarness for EmbeddedHarness {
     }
 }
 
-meta_conformance::meta_conformance_tests!(EmbeddedHarness::new());
+metastore::meta_conformance_tests!(EmbeddedHarness::new());
 
 fn quiet() -> MetaOptions {
     MetaOptions {

@@ -3,7 +3,8 @@
 //! Oxia is the production backend; the embedded backend reproduces its semantics on local disk
 //! so that a single-node deployment (and the tests) need no extra server; the memory backend
 //! reproduces the embedded one in process memory, deterministically, for simulations. Every
-//! backend runs the same conformance suite (`storage/tests/meta_conformance/`).
+//! backend runs the same conformance suite ([`conformance`], behind the `conformance` feature,
+//! which any backend's tests run with [`meta_conformance_tests!`]).
 //!
 //! Semantics every backend honours:
 //! - keys are UTF-8 strings without NUL bytes, ordered as the Oxia server orders them: by number
@@ -21,7 +22,10 @@
 //!   handle, or no keep-alive within the session timeout);
 //! - notifications report every change made through any handle on the same store.
 
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod embedded;
+#[cfg(feature = "testkit")]
 pub mod failing;
 mod keys;
 pub mod memory;
@@ -30,6 +34,7 @@ pub mod oxia;
 mod rules;
 
 pub use embedded::EmbeddedMetaStore;
+#[cfg(feature = "testkit")]
 pub use failing::{FailingMetaStore, FaultMode};
 pub use keys::{compare_keys, sort_key};
 pub use memory::{MemoryMetaStore, MemoryStore, MemoryStoreConfig, MetaClock};
