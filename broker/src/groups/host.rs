@@ -227,11 +227,12 @@ impl<G: GroupKind> GroupHost<G> {
         group
     }
 
-    /// One row per held group that `row` keeps, in group id order.
+    /// One row per held group that `row` keeps, in group id order; each group is seen as
+    /// [`Self::lock_current`] leaves it.
     pub async fn list<T>(&self, row: impl Fn(&G) -> Option<T>) -> Vec<T> {
         let mut rows = Vec::new();
         for shared in self.groups.snapshot() {
-            let group = shared.lock().await;
+            let group = self.lock_current(&shared).await;
             if let Some(listed) = row(&group) {
                 rows.push((group.group_id().to_string(), listed));
             }

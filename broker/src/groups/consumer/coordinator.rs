@@ -158,10 +158,11 @@ impl ConsumerCoordinator {
         &self,
         group_id: &str,
     ) -> Result<Option<GroupDescription>, ResponseError> {
-        let Some(group) = self.groups.existing(group_id).await? else {
+        let Some(shared) = self.groups.existing(group_id).await? else {
             return Ok(None);
         };
-        let group = group.lock().await;
+        // A member whose deadline passed is not shown, however late the timer task runs.
+        let group = self.groups.lock_current(&shared).await;
         Ok(Some(group.describe()))
     }
 
