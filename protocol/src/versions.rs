@@ -1,5 +1,7 @@
 //! The one table of API versions this broker serves. Only versions exercised by a test belong
-//! here: `broker/tests/` round-trips every listed version of every listed API.
+//! here: `broker/tests/api_versions_coverage/` sends every listed version of every listed API
+//! to a real broker and checks its answer, reading the versions from this table, and fails when
+//! an API listed here has no scenario there. Listing a version means making it pass there.
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::ApiKey;

@@ -1,9 +1,8 @@
-//! The groups this broker coordinates: one lock per group, a timer task, and persistence of
-//! group records and committed offsets. Errors come back as Kafka error codes, since that is
-//! what every caller answers with.
+//! The classic groups this broker coordinates (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
+//! and committed offsets; loading, locking, timers and persistence are the [`GroupHost`]'s.
+//! Errors come back as Kafka error codes, since that is what every caller answers with.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use storage::meta::MetaStore;
@@ -12,15 +11,12 @@ use super::clock::Clock;
 use super::consumer::ConsumerCoordinator;
 use super::expiry::Ownership;
 use super::group::{Group, GroupDescription, GroupState, JoinRequest, Outcome, SyncRequest};
+use super::host::GroupHost;
 use super::member::{JoinResponse, SyncResponse};
-use super::registry::{spawn_ticks, GroupRegistry, Shared, Ticking};
 use super::store::{CommittedOffset, GroupStore, StoreError};
-use super::stored::persist;
 use super::GroupConfig;
 
 mod expire;
-
-type SharedGroup = Shared<Group>;
 
 /// A row of ListGroups.
 #[derive(Debug, Clone)]
@@ -31,52 +27,32 @@ pub struct ListedGroup {
 }
 
 pub struct GroupCoordinator {
-    config: GroupConfig,
+    /// Group records and committed offsets.
     store: GroupStore,
-    clock: Arc<dyn Clock>,
-    groups: GroupRegistry<Group>,
-    closed: AtomicBool,
+    groups: Arc<GroupHost<Group>>,
     /// Groups of the consumer protocol (KIP-848); a group id is one kind or the other.
     consumer: Arc<ConsumerCoordinator>,
-    /// Which groups the placement names this broker coordinator of; unset (one broker, tests)
-    /// means all.
-    ownership: OnceLock<Ownership>,
 }
 
 impl GroupCoordinator {
-    /// Loads every stored group and starts the timer task.
+    /// Loads every stored group of both protocols and starts their timer tasks.
     pub async fn open(
         meta: Arc<dyn MetaStore>,
         config: GroupConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<GroupCoordinator>, StoreError> {
         let store = GroupStore::new(meta.clone());
-        let now_ms = clock.now_ms();
-        let loaded = store
-            .load_all()
-            .await?
-            .into_iter()
-            .map(|(group_id, record, version)| {
-                let group = Group::from_record(&group_id, config, record, version, now_ms);
-                (group_id, group)
-            });
-        let groups = GroupRegistry::new("classic", config.groups_max, loaded);
-        let consumer = ConsumerCoordinator::open(meta, config.consumer, clock.clone()).await?;
-        let coordinator = Arc::new(GroupCoordinator {
-            config,
+        let groups = GroupHost::open(store.records().clone(), config, clock.clone()).await?;
+        let consumer = ConsumerCoordinator::open(meta, config.consumer, clock).await?;
+        Ok(Arc::new(GroupCoordinator {
             store,
-            clock,
             groups,
-            closed: AtomicBool::new(false),
             consumer,
-            ownership: OnceLock::new(),
-        });
-        spawn_ticks(&coordinator, config.tick_interval_ms);
-        Ok(coordinator)
+        }))
     }
 
     pub fn config(&self) -> &GroupConfig {
-        &self.config
+        self.groups.config()
     }
 
     /// The consumer-protocol groups.
@@ -108,57 +84,35 @@ impl GroupCoordinator {
     /// A classic group held here, with no consumer group of that id cached, is not a consumer
     /// group: that spares its commits and fetches a MetaStore read.
     fn may_be_consumer_group(&self, group_id: &str) -> bool {
-        self.consumer.is_cached(group_id) || !self.groups.contains(group_id)
+        self.consumer.is_cached(group_id) || !self.groups.is_cached(group_id)
     }
 
     /// Whether a classic group with members holds `group_id` (a consumer-protocol member
     /// cannot join it).
     pub async fn classic_group_in_use(&self, group_id: &str) -> Result<bool, ResponseError> {
-        let Some(group) = self.existing(group_id).await? else {
+        let Some(group) = self.groups.existing(group_id).await? else {
             return Ok(false);
         };
         let state = group.lock().await.state();
         Ok(!matches!(state, GroupState::Empty | GroupState::Dead))
     }
 
-    /// Tells the coordinator which groups are its own from now on (see [`Self::tick_all`]).
+    /// Tells both protocols' hosts which groups are this broker's from now on.
     pub fn set_ownership(&self, owns: Ownership) {
         self.consumer.set_ownership(owns.clone());
-        let _ = self.ownership.set(owns);
+        self.groups.set_ownership(owns);
     }
 
-    /// Runs every group's timers once (the timer task calls this every `tick_interval_ms`).
-    /// A group another broker coordinates now is dropped instead: its timers must not expire
-    /// members of the live coordinator, and if it comes back here it is loaded afresh.
+    /// Runs every classic group's timers once (see [`GroupHost::tick_all`]).
     pub async fn tick_all(&self) {
-        for shared in self.groups.snapshot() {
-            let mut group = shared.lock().await;
-            if !self
-                .ownership
-                .get()
-                .is_none_or(|owns| owns(group.group_id()))
-            {
-                group.fail_waiters(ResponseError::NotCoordinator);
-                let group_id = group.group_id().to_string();
-                drop(group);
-                self.groups.forget(&group_id, &shared);
-                continue;
-            }
-            group.tick(self.clock.now_ms());
-            self.persist(&mut group).await;
-        }
+        self.groups.tick_all().await
     }
 
     /// Answers every waiting JoinGroup/SyncGroup with NOT_COORDINATOR so that shutdown does
     /// not wait for rebalances, and stops the timers.
     pub async fn shutdown(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        self.consumer.shutdown();
-        for group in self.groups.snapshot() {
-            let mut group = group.lock().await;
-            group.fail_waiters(ResponseError::NotCoordinator);
-            self.persist(&mut group).await;
-        }
+        self.groups.shutdown().await;
+        self.consumer.shutdown().await;
     }
 
     pub async fn join(&self, group_id: &str, request: JoinRequest) -> JoinResponse {
@@ -176,9 +130,9 @@ impl GroupCoordinator {
             Err(error) => return JoinResponse::error(error, &member_id),
         }
         let group = if member_id.is_empty() {
-            self.get_or_create(group_id).await
+            self.groups.get_or_create(group_id).await
         } else {
-            self.existing(group_id).await
+            self.groups.existing(group_id).await
         };
         let group = match group {
             Ok(Some(group)) => group,
@@ -187,8 +141,8 @@ impl GroupCoordinator {
         };
         let outcome = {
             let mut group = group.lock().await;
-            let outcome = group.join(request, self.clock.now_ms());
-            self.persist(&mut group).await;
+            let outcome = group.join(request, self.groups.now_ms());
+            self.groups.persist(&mut group).await;
             outcome
         };
         match outcome {
@@ -204,8 +158,8 @@ impl GroupCoordinator {
             return Err(ResponseError::InvalidGroupId);
         }
         let session = request.session_timeout_ms;
-        if session < self.config.min_session_timeout_ms
-            || session > self.config.max_session_timeout_ms
+        if session < self.config().min_session_timeout_ms
+            || session > self.config().max_session_timeout_ms
         {
             return Err(ResponseError::InvalidSessionTimeout);
         }
@@ -214,8 +168,8 @@ impl GroupCoordinator {
             .iter()
             .map(|p| p.metadata.len() + p.name.len())
             .sum();
-        if request.protocols.len() > self.config.member_protocols_max
-            || metadata_bytes > self.config.member_metadata_bytes_max
+        if request.protocols.len() > self.config().member_protocols_max
+            || metadata_bytes > self.config().member_metadata_bytes_max
         {
             tracing::warn!(
                 group = group_id,
@@ -237,7 +191,7 @@ impl GroupCoordinator {
             .iter()
             .map(|(id, a)| id.len() + a.len())
             .sum();
-        if assignment_bytes > self.config.assignment_bytes_max {
+        if assignment_bytes > self.config().assignment_bytes_max {
             tracing::warn!(
                 group = group_id,
                 assignment_bytes,
@@ -245,15 +199,15 @@ impl GroupCoordinator {
             );
             return SyncResponse::error(ResponseError::InvalidRequest);
         }
-        let group = match self.existing(group_id).await {
+        let group = match self.groups.existing(group_id).await {
             Ok(Some(group)) => group,
             Ok(None) => return SyncResponse::error(ResponseError::UnknownMemberId),
             Err(error) => return SyncResponse::error(error),
         };
         let outcome = {
             let mut group = group.lock().await;
-            let outcome = group.sync(request, self.clock.now_ms());
-            self.persist(&mut group).await;
+            let outcome = group.sync(request, self.groups.now_ms());
+            self.groups.persist(&mut group).await;
             outcome
         };
         match outcome {
@@ -275,6 +229,7 @@ impl GroupCoordinator {
             return Err(ResponseError::InvalidGroupId);
         }
         let group = self
+            .groups
             .existing(group_id)
             .await?
             .ok_or(ResponseError::UnknownMemberId)?;
@@ -283,10 +238,10 @@ impl GroupCoordinator {
             member_id,
             group_instance_id,
             generation_id,
-            self.clock.now_ms(),
+            self.groups.now_ms(),
         );
         // The heartbeat may have acted on deadlines that passed (a rebalance, an empty group).
-        self.persist(&mut group).await;
+        self.groups.persist(&mut group).await;
         result
     }
 
@@ -299,7 +254,7 @@ impl GroupCoordinator {
         if group_id.is_empty() {
             return Err(ResponseError::InvalidGroupId);
         }
-        let Some(group) = self.existing(group_id).await? else {
+        let Some(group) = self.groups.existing(group_id).await? else {
             return Ok(members
                 .iter()
                 .map(|_| Err(ResponseError::UnknownMemberId))
@@ -309,10 +264,10 @@ impl GroupCoordinator {
         let results = members
             .iter()
             .map(|(member_id, instance)| {
-                group.leave(member_id, instance.as_deref(), self.clock.now_ms())
+                group.leave(member_id, instance.as_deref(), self.groups.now_ms())
             })
             .collect();
-        self.persist(&mut group).await;
+        self.groups.persist(&mut group).await;
         Ok(results)
     }
 
@@ -341,9 +296,9 @@ impl GroupCoordinator {
                 None => {}
             }
         }
-        let group = match self.existing(group_id).await {
+        let group = match self.groups.existing(group_id).await {
             Ok(Some(group)) => group,
-            Ok(None) if generation_id < 0 => match self.get_or_create(group_id).await {
+            Ok(None) if generation_id < 0 => match self.groups.get_or_create(group_id).await {
                 Ok(Some(group)) => group,
                 Ok(None) => return all(ResponseError::CoordinatorNotAvailable),
                 Err(error) => return all(error),
@@ -358,7 +313,7 @@ impl GroupCoordinator {
             member_id,
             group_instance_id,
             generation_id,
-            self.clock.now_ms(),
+            self.groups.now_ms(),
         ) {
             return all(error);
         }
@@ -367,7 +322,7 @@ impl GroupCoordinator {
             // and DeleteGroups see it.
             group.mark_dirty();
         }
-        self.persist(&mut group).await;
+        self.groups.persist(&mut group).await;
         if group.store_version.is_none() {
             return all(ResponseError::CoordinatorNotAvailable);
         }
@@ -380,7 +335,7 @@ impl GroupCoordinator {
         offsets: &[CommittedOffset],
     ) -> Vec<Result<(), ResponseError>> {
         // Commit times come from the coordinator's clock, which also judges their expiry.
-        let now_ms = i64::try_from(self.clock.now_ms()).unwrap_or(i64::MAX);
+        let now_ms = i64::try_from(self.groups.now_ms()).unwrap_or(i64::MAX);
         let stamped: Vec<CommittedOffset> = offsets
             .iter()
             .map(|o| {
@@ -431,29 +386,25 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
     ) -> Result<Option<GroupDescription>, ResponseError> {
-        let Some(group) = self.existing(group_id).await? else {
+        let Some(shared) = self.groups.existing(group_id).await? else {
             return Ok(None);
         };
-        let group = group.lock().await;
+        // A member whose deadline passed is not shown, however late the timer task runs.
+        let group = self.groups.lock_current(&shared).await;
         Ok(Some(group.describe()))
     }
 
     /// Every group, sorted by id.
     pub async fn list(&self) -> Vec<ListedGroup> {
-        let mut listed = Vec::new();
-        for group in self.groups.snapshot() {
-            let group = group.lock().await;
-            if group.state() == GroupState::Dead {
-                continue;
-            }
-            listed.push(ListedGroup {
-                group_id: group.group_id().to_string(),
-                protocol_type: group.protocol_type().unwrap_or_default().to_string(),
-                state: group.state(),
-            });
-        }
-        listed.sort_by(|a, b| a.group_id.cmp(&b.group_id));
-        listed
+        self.groups
+            .list(|group| {
+                (group.state() != GroupState::Dead).then(|| ListedGroup {
+                    group_id: group.group_id().to_string(),
+                    protocol_type: group.protocol_type().unwrap_or_default().to_string(),
+                    state: group.state(),
+                })
+            })
+            .await
     }
 
     /// Deletes an empty group and its offsets.
@@ -463,7 +414,7 @@ impl GroupCoordinator {
         }
         if self.consumer.remove_if_empty(group_id).await? {
             // Offsets go with the group (and a classic record left from before, if any).
-            let classic = self.existing(group_id).await?;
+            let classic = self.groups.existing(group_id).await?;
             if classic.is_none() {
                 return self
                     .store
@@ -476,12 +427,12 @@ impl GroupCoordinator {
             }
         }
         let shared = self
+            .groups
             .existing(group_id)
             .await?
             .ok_or(ResponseError::GroupIdNotFound)?;
-        let mut group = shared.lock().await;
         // Members whose session ran out are gone by now, however late the timer task runs.
-        group.tick(self.clock.now_ms());
+        let mut group = self.groups.lock_current(&shared).await;
         match group.state() {
             GroupState::Empty => {}
             GroupState::Dead => return Err(ResponseError::GroupIdNotFound),
@@ -524,6 +475,7 @@ impl GroupCoordinator {
             return Ok(results);
         }
         let group = self
+            .groups
             .existing(group_id)
             .await?
             .ok_or(ResponseError::GroupIdNotFound)?;
@@ -559,38 +511,5 @@ impl GroupCoordinator {
                 tracing::warn!(group = group_id, topic, partition, %error, "offset delete failed");
                 ResponseError::CoordinatorNotAvailable
             })
-    }
-
-    /// The group if this coordinator or the store knows it.
-    async fn existing(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {
-        let from_record = |record, version| {
-            Group::from_record(group_id, self.config, record, version, self.clock.now_ms())
-        };
-        self.groups
-            .existing(group_id, self.store.load(group_id), from_record)
-            .await
-    }
-
-    async fn get_or_create(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {
-        if let Some(group) = self.existing(group_id).await? {
-            return Ok(Some(group));
-        }
-        let new = || Group::new(group_id, self.config);
-        self.groups.get_or_insert_new(group_id, new).map(Some)
-    }
-
-    /// Writes the group record if the state machine asked for it (see [`persist`]).
-    async fn persist(&self, group: &mut Group) {
-        persist(self.store.records(), group).await;
-    }
-}
-
-impl Ticking for GroupCoordinator {
-    fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
-    }
-
-    fn tick(&self) -> impl std::future::Future<Output = ()> + Send {
-        self.tick_all()
     }
 }

@@ -2,9 +2,11 @@
 //! Heartbeat, LeaveGroup) and committed offsets, durable in the coordination MetaStore.
 //!
 //! - [`group`]: the per-group state machine (pure, driven by an explicit `now_ms`);
-//! - [`coordinator`]: the groups of this broker, locking, timers, persistence;
+//! - [`host`]: what the coordinators of both protocols share: loading, locking, timers,
+//!   ownership, persistence;
+//! - [`coordinator`]: the classic groups of this broker and their committed offsets;
 //! - [`expiry`]: when committed offsets of an empty group expire (the coordinator runs it);
-//! - [`registry`]: the in-memory groups of a coordinator (both kinds) and its timer task;
+//! - [`registry`]: the in-memory groups of a coordinator (both kinds);
 //! - [`store`], [`records`] and [`keys`]: what is stored where; [`stored`]: keeping a copy in
 //!   step with its record;
 //! - [`consumer`]: consumer groups of the KIP-848 protocol, which share the committed offsets.
@@ -14,6 +16,7 @@ pub mod consumer;
 pub mod coordinator;
 pub mod expiry;
 pub mod group;
+pub mod host;
 pub mod keys;
 pub mod member;
 pub mod records;

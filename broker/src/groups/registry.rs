@@ -1,11 +1,9 @@
 //! The in-memory groups of one coordinator, classic or consumer alike: one lock per group,
-//! loading from the store on a miss, a bound on how many it holds, and the timer task that
-//! drives them.
+//! loading from the store on a miss, and a bound on how many it holds.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex as StdMutex, MutexGuard, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
 
 use kafka_protocol::ResponseError;
 use tokio::sync::Mutex;
@@ -121,35 +119,6 @@ impl<G> GroupRegistry<G> {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Shared<G>>> {
         self.groups.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// A coordinator that the timer task drives.
-pub trait Ticking: Send + Sync + 'static {
-    /// Whether it was shut down (the timer task then ends).
-    fn is_closed(&self) -> bool;
-    /// Runs every group's timers once.
-    fn tick(&self) -> impl Future<Output = ()> + Send;
-}
-
-/// Starts the timer task of a coordinator: a tick every `tick_interval_ms` until the
-/// coordinator is dropped or shut down.
-pub fn spawn_ticks<C: Ticking>(coordinator: &Arc<C>, tick_interval_ms: u64) {
-    let weak: Weak<C> = Arc::downgrade(coordinator);
-    let tick_interval = Duration::from_millis(tick_interval_ms.max(1));
-    tokio::spawn(async move {
-        let mut interval = tokio::time::interval(tick_interval);
-        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        loop {
-            interval.tick().await;
-            let Some(coordinator) = weak.upgrade() else {
-                return;
-            };
-            if coordinator.is_closed() {
-                return;
-            }
-            coordinator.tick().await;
-        }
-    });
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
-//! The consumer groups this broker coordinates: one lock per group, a timer task for session
-//! and revocation deadlines, and persistence of each group's record after every change.
+//! The consumer groups (KIP-848) this broker coordinates: heartbeats, member checks for
+//! offsets, and offset expiry; loading, locking, timers and persistence are the
+//! [`GroupHost`]'s.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use storage::meta::{MetaError, MetaStore};
@@ -15,11 +15,9 @@ use super::topic_regex::RegexCache;
 use super::{ConsumerGroupConfig, TopicSource};
 use crate::groups::clock::Clock;
 use crate::groups::expiry::{expire_group_offsets, GroupExpiry, Ownership, SweepReport};
-use crate::groups::registry::{spawn_ticks, GroupRegistry, Shared, Ticking};
+use crate::groups::host::GroupHost;
 use crate::groups::store::{GroupStore, StoreError};
-use crate::groups::stored::{catch_up_for_expiry, persist};
-
-type SharedGroup = Shared<ConsumerGroup>;
+use crate::groups::stored::catch_up_for_expiry;
 
 /// A row of ListGroups.
 #[derive(Debug, Clone)]
@@ -29,17 +27,12 @@ pub struct ListedConsumerGroup {
 }
 
 pub struct ConsumerCoordinator {
-    config: ConsumerGroupConfig,
     store: ConsumerGroupStore,
     /// Committed offsets (shared with classic groups), for their expiry.
     offsets: GroupStore,
-    clock: Arc<dyn Clock>,
-    groups: GroupRegistry<ConsumerGroup>,
+    groups: Arc<GroupHost<ConsumerGroup>>,
     /// Subscription regexes of all groups, compiled, with what they matched.
     regexes: RegexCache,
-    closed: AtomicBool,
-    /// Which groups the placement names this broker coordinator of; unset means all.
-    ownership: OnceLock<Ownership>,
 }
 
 impl ConsumerCoordinator {
@@ -51,32 +44,17 @@ impl ConsumerCoordinator {
     ) -> Result<Arc<ConsumerCoordinator>, StoreError> {
         let offsets = GroupStore::new(meta.clone());
         let store = ConsumerGroupStore::new(meta);
-        let now_ms = clock.now_ms();
-        let loaded = store
-            .load_all()
-            .await?
-            .into_iter()
-            .map(|(group_id, record, version)| {
-                let group = ConsumerGroup::from_record(&group_id, config, record, version, now_ms);
-                (group_id, group)
-            });
-        let groups = GroupRegistry::new("consumer", config.groups_max, loaded);
-        let coordinator = Arc::new(ConsumerCoordinator {
-            config,
+        let groups = GroupHost::open(store.records().clone(), config, clock).await?;
+        Ok(Arc::new(ConsumerCoordinator {
             store,
             offsets,
-            clock,
             groups,
             regexes: RegexCache::default(),
-            closed: AtomicBool::new(false),
-            ownership: OnceLock::new(),
-        });
-        spawn_ticks(&coordinator, config.tick_interval_ms);
-        Ok(coordinator)
+        }))
     }
 
     pub fn config(&self) -> &ConsumerGroupConfig {
-        &self.config
+        self.groups.config()
     }
 
     pub fn regexes(&self) -> &RegexCache {
@@ -85,34 +63,16 @@ impl ConsumerCoordinator {
 
     /// Whether this coordinator holds `group_id` in memory (without asking the store).
     pub fn is_cached(&self, group_id: &str) -> bool {
-        self.groups.contains(group_id)
+        self.groups.is_cached(group_id)
     }
 
-    pub fn shutdown(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-    }
-
-    pub async fn tick_all(&self) {
-        for shared in self.groups.snapshot() {
-            let mut group = shared.lock().await;
-            // Another broker coordinates it now: drop it rather than expire its live members.
-            if !self
-                .ownership
-                .get()
-                .is_none_or(|owns| owns(group.group_id()))
-            {
-                let group_id = group.group_id().to_string();
-                drop(group);
-                self.groups.forget(&group_id, &shared);
-                continue;
-            }
-            group.tick(self.clock.now_ms());
-            self.persist(&mut group).await;
-        }
+    /// Stops the timers and writes what is still unwritten.
+    pub async fn shutdown(&self) {
+        self.groups.shutdown().await
     }
 
     pub fn set_ownership(&self, owns: Ownership) {
-        let _ = self.ownership.set(owns);
+        self.groups.set_ownership(owns);
     }
 
     /// Serves a heartbeat; a joining heartbeat creates the group. The answer is sent only
@@ -128,9 +88,9 @@ impl ConsumerCoordinator {
             message: message.to_string(),
         };
         let group = if request.member_epoch == super::group::JOIN_EPOCH {
-            self.get_or_create(group_id).await
+            self.groups.get_or_create(group_id).await
         } else {
-            self.existing(group_id).await
+            self.groups.existing(group_id).await
         };
         let group = match group {
             Ok(Some(group)) => group,
@@ -148,8 +108,8 @@ impl ConsumerCoordinator {
             }
         };
         let mut group = group.lock().await;
-        let answer = group.heartbeat(request, topics, self.clock.now_ms());
-        if !self.persist(&mut group).await {
+        let answer = group.heartbeat(request, topics, self.groups.now_ms());
+        if !self.groups.persist(&mut group).await {
             return Err(unavailable("group state could not be stored"));
         }
         answer
@@ -185,7 +145,7 @@ impl ConsumerCoordinator {
         group_id: &str,
         check: impl FnOnce(&ConsumerGroup) -> Result<(), ResponseError>,
     ) -> Option<Result<(), ResponseError>> {
-        let group = match self.existing(group_id).await {
+        let group = match self.groups.existing(group_id).await {
             Ok(Some(group)) => group,
             Ok(None) => return None,
             Err(error) => return Some(Err(error)),
@@ -198,46 +158,42 @@ impl ConsumerCoordinator {
         &self,
         group_id: &str,
     ) -> Result<Option<GroupDescription>, ResponseError> {
-        let Some(group) = self.existing(group_id).await? else {
+        let Some(shared) = self.groups.existing(group_id).await? else {
             return Ok(None);
         };
-        let group = group.lock().await;
+        // A member whose deadline passed is not shown, however late the timer task runs.
+        let group = self.groups.lock_current(&shared).await;
         Ok(Some(group.describe()))
     }
 
     /// Whether a member of the group subscribes to `topic` (`None`: not a consumer group).
     pub async fn is_subscribed_to(&self, group_id: &str, topic: &str) -> Option<bool> {
-        let group = self.existing(group_id).await.ok()??;
+        let group = self.groups.existing(group_id).await.ok()??;
         let group = group.lock().await;
         Some(group.is_subscribed_to(topic))
     }
 
     pub async fn list(&self) -> Vec<ListedConsumerGroup> {
-        let mut listed = Vec::new();
-        for group in self.groups.snapshot() {
-            let group = group.lock().await;
-            // A group whose first join was refused was never stored: nobody knows it.
-            if group.store_version.is_none() && group.is_empty() {
-                continue;
-            }
-            listed.push(ListedConsumerGroup {
-                group_id: group.group_id().to_string(),
-                state: group.state(),
-            });
-        }
-        listed.sort_by(|a, b| a.group_id.cmp(&b.group_id));
-        listed
+        self.groups
+            .list(|group| {
+                // A group whose first join was refused was never stored: nobody knows it.
+                let unknown = group.store_version.is_none() && group.is_empty();
+                (!unknown).then(|| ListedConsumerGroup {
+                    group_id: group.group_id().to_string(),
+                    state: group.state(),
+                })
+            })
+            .await
     }
 
     /// Drops an empty consumer group's record, so that the id can become a classic group or
     /// be deleted. `Ok(false)`: no such consumer group; `NON_EMPTY_GROUP` if it has members.
     pub async fn remove_if_empty(&self, group_id: &str) -> Result<bool, ResponseError> {
-        let Some(shared) = self.existing(group_id).await? else {
+        let Some(shared) = self.groups.existing(group_id).await? else {
             return Ok(false);
         };
-        let mut group = shared.lock().await;
         // Members whose session ran out are gone by now, however late the timer task runs.
-        group.tick(self.clock.now_ms());
+        let group = self.groups.lock_current(&shared).await;
         if !group.is_empty() {
             return Err(ResponseError::NonEmptyGroup);
         }
@@ -293,7 +249,7 @@ impl ConsumerCoordinator {
         now_ms: u64,
         retention_ms: u64,
     ) -> Result<GroupExpiry, StoreError> {
-        let Ok(Some(shared)) = self.existing(group_id).await else {
+        let Ok(Some(shared)) = self.groups.existing(group_id).await else {
             return Ok(GroupExpiry::default());
         };
         // Held until the offsets are deleted: a member subscribing again waits for the sweep.
@@ -304,7 +260,7 @@ impl ConsumerCoordinator {
             return Ok(GroupExpiry::default());
         }
         let from_record = |fresh, fresh_version| {
-            ConsumerGroup::from_record(group_id, self.config, fresh, fresh_version, now_ms)
+            ConsumerGroup::from_record(group_id, *self.config(), fresh, fresh_version, now_ms)
         };
         let read = self.store.load(group_id);
         if !catch_up_for_expiry(&mut *group, version, read, from_record).await? {
@@ -335,39 +291,5 @@ impl ConsumerCoordinator {
             "empty consumer group without offsets deleted"
         );
         Ok(expiry)
-    }
-
-    /// The group if this coordinator or the store knows it.
-    async fn existing(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {
-        let from_record = |record, version| {
-            let now_ms = self.clock.now_ms();
-            ConsumerGroup::from_record(group_id, self.config, record, version, now_ms)
-        };
-        self.groups
-            .existing(group_id, self.store.load(group_id), from_record)
-            .await
-    }
-
-    async fn get_or_create(&self, group_id: &str) -> Result<Option<SharedGroup>, ResponseError> {
-        if let Some(group) = self.existing(group_id).await? {
-            return Ok(Some(group));
-        }
-        let new = || ConsumerGroup::new(group_id, self.config);
-        self.groups.get_or_insert_new(group_id, new).map(Some)
-    }
-
-    /// Writes the group record if it changed (see [`persist`]); `false` when that failed.
-    async fn persist(&self, group: &mut ConsumerGroup) -> bool {
-        persist(self.store.records(), group).await
-    }
-}
-
-impl Ticking for ConsumerCoordinator {
-    fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
-    }
-
-    fn tick(&self) -> impl std::future::Future<Output = ()> + Send {
-        self.tick_all()
     }
 }

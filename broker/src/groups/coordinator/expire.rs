@@ -1,7 +1,6 @@
 //! The coordinator's side of offset expiry (rules in [`crate::groups::expiry`]): a bounded run
 //! over the stored groups, and the task that repeats it every check interval.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,14 +27,14 @@ impl GroupCoordinator {
     pub fn start_offset_expiry(self: &Arc<Self>, owns: Ownership) {
         let weak = Arc::downgrade(self);
         let interval =
-            Duration::from_millis(self.config.offsets_retention_check_interval_ms.max(1));
+            Duration::from_millis(self.config().offsets_retention_check_interval_ms.max(1));
         tokio::spawn(async move {
             let mut cursor = ExpiryCursor::default();
             loop {
                 let Some(coordinator) = weak.upgrade() else {
                     return;
                 };
-                if coordinator.closed.load(Ordering::SeqCst) {
+                if coordinator.groups.is_closed() {
                     return;
                 }
                 match coordinator.expire_offsets(owns.as_ref(), &mut cursor).await {
@@ -72,9 +71,10 @@ impl GroupCoordinator {
         owns: &(dyn Fn(&str) -> bool + Send + Sync),
         cursor: &mut ExpiryCursor,
     ) -> Result<SweepReport, StoreError> {
-        let now_ms = self.clock.now_ms();
-        let retention_ms = self.config.offsets_retention_ms;
-        let mut budget = self.config.expiry_groups_per_run_max.max(1);
+        let now_ms = self.groups.now_ms();
+        let config = *self.config();
+        let retention_ms = config.offsets_retention_ms;
+        let mut budget = config.expiry_groups_per_run_max.max(1);
         let mut report = SweepReport::default();
         if !cursor.classic_done {
             let (page, next) = self
@@ -134,8 +134,9 @@ impl GroupCoordinator {
         now_ms: u64,
         retention_ms: u64,
     ) -> Result<GroupExpiry, StoreError> {
+        let config = *self.config();
         let shared = self.groups.insert_if_absent(group_id, || {
-            Group::from_record(group_id, self.config, record, version, now_ms)
+            Group::from_record(group_id, config, record, version, now_ms)
         });
         let mut group = shared.lock().await;
         let Some(empty) = expiry_kind(&group) else {
@@ -147,7 +148,7 @@ impl GroupCoordinator {
             return Ok(GroupExpiry::default());
         }
         let from_record = |fresh, fresh_version| {
-            Group::from_record(group_id, self.config, fresh, fresh_version, now_ms)
+            Group::from_record(group_id, config, fresh, fresh_version, now_ms)
         };
         let read = self.store.load(group_id);
         if !catch_up_for_expiry(&mut *group, version, read, from_record).await? {
