@@ -14,6 +14,7 @@ pub mod index;
 pub mod meta;
 pub mod objects;
 pub mod record_batch;
+pub mod settings;
 pub mod stream;
 pub mod topics;
 pub mod wal;
