@@ -38,7 +38,7 @@ pub static OBJECT_STORE: Setting<Option<String>> = Setting::new(
     Unit::None,
     "Object store URL: `file:///path`, `memory://`, `s3://bucket/prefix` (S3 settings from the usual `AWS_*` variables, `AWS_ENDPOINT_URL` for S3-compatible servers)",
 )
-.default_note("file://<data_dir>/objects")
+.default_note("`file://<data_dir>/objects`")
 .checked(|url| match url.as_deref() {
     Some(url) if !["file://", "memory://", "s3://"].iter().any(|p| url.starts_with(p)) => {
         Err(format!("expected a file://, memory:// or s3:// URL, got {url:?}"))
