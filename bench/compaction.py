@@ -103,8 +103,8 @@ MEASURE = ("import os, subprocess, sys, time; t = time.monotonic(); p = subproce
 
 def compact(data_dir):
     cmd = [COMPACTOR_BIN, "--data-dir", str(data_dir), "--object-store", f"file://{data_dir}/objects",
-           "--metastore", "embedded", "--once", "--min-bytes", "0", "--min-age-ms", "0",
-           "--grace-period-ms", "0"]
+           "--metastore", "embedded", "--once", "--compaction-min-bytes", "0", "--compaction-min-age-ms", "0",
+           "--compaction-grace-period-ms", "0"]
     proc = subprocess.run([sys.executable, "-c", MEASURE, *cmd], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL)
     out = proc.stdout.decode()

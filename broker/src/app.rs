@@ -58,7 +58,7 @@ pub struct Running {
 }
 
 pub async fn start(config: Config) -> Result<Running, StartError> {
-    let object_url = config.object_store_url()?;
+    let object_url = config.object_store_url.clone();
     let compactor_config = config.compaction.then(|| config.compactor_config());
     let objects =
         storage::objects::open(&object_url).map_err(|e| StartError::ObjectStore(e.to_string()))?;

@@ -3,7 +3,8 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use broker::config::{Config, ConfigError};
+use broker::config::{Config, ConfigError, Startup};
+use storage::settings::{process_env, Mode, DEFAULT_LOG_FILTER};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -11,17 +12,33 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
         .init();
-    let config = match Config::load() {
-        Ok(config) => config,
+    let startup = match Startup::load(std::env::args_os(), &process_env()) {
+        Ok(startup) => startup,
         Err(ConfigError::Cli(e)) => e.exit(),
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
+    for warning in &startup.resolved.warnings {
+        tracing::warn!("{warning}");
+    }
+    match startup.mode {
+        Mode::PrintConfig => {
+            print!("{}", startup.resolved.print());
+            return ExitCode::SUCCESS;
+        }
+        Mode::CheckConfig => {
+            println!("broker settings are valid");
+            return ExitCode::SUCCESS;
+        }
+        Mode::Run => {}
+    }
+    let config = startup.config;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -168,3 +168,74 @@ async fn command_line_beats_environment_beats_file() {
     assert_eq!(num_partitions(addr).await, "4");
     terminate(child);
 }
+
+/// The real binary's `--print-config`, with a file, a variable and a flag.
+fn print_config(file: &std::path::Path) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_broker"))
+        .args(["--print-config", "--rack", "zone-a", "--config"])
+        .arg(file)
+        .env("BROKER_MAX_CONNECTIONS", "77")
+        .env_remove("BROKER_DEFAULT_PARTITIONS")
+        .env_remove("BROKER_CONFIG")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn print_config_names_every_setting_with_its_source() {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "default_partitions = 5\n[compaction]\nworkers = 3").unwrap();
+    let printed = print_config(file.path());
+    let line = |key: &str| {
+        printed
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key} in {printed}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(line("rack"), "rack = \"zone-a\" # flag");
+    assert_eq!(line("max_connections"), "max_connections = 77 # env");
+    assert_eq!(line("default_partitions"), "default_partitions = 5 # file");
+    assert_eq!(line("compaction_workers"), "compaction_workers = 3 # file");
+    assert_eq!(line("listen"), "listen = \"127.0.0.1:9092\" # default");
+    assert_eq!(
+        line("log_retention_hours"),
+        "log_retention_hours = 168 # default"
+    );
+    assert!(printed.contains("# advertised_listener"), "{printed}");
+}
+
+#[test]
+fn check_config_exits_zero_when_valid_and_names_the_rule_when_not() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_broker"))
+            .arg("--check-config")
+            .args(args)
+            .env_remove("BROKER_DEFAULT_PARTITIONS")
+            .env_remove("BROKER_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let ok = run(&[]);
+    assert!(ok.status.success(), "{ok:?}");
+    let bad = run(&["--queued-max-request-bytes", "1024"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains(
+            "invalid setting queued_max_request_bytes: must be at least max_frame_bytes (104857600)"
+        ),
+        "{stderr}"
+    );
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "write_buffer_sise = 1").unwrap();
+    let unknown = run(&["--config", file.path().to_str().unwrap()]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("unknown setting \"write_buffer_sise\"")
+    );
+}

@@ -2,6 +2,7 @@
 //! offset index to them, and reclaims WAL objects nobody references any more.
 //! See `docs/compaction.md` for the swap order and the object lifecycle.
 
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -15,7 +16,6 @@ mod scheduler;
 mod swap;
 pub mod tasks;
 mod throttle;
-pub mod topic_flags;
 mod upload;
 mod wal_scan;
 

@@ -13,6 +13,7 @@ pub mod error;
 pub mod index;
 pub mod objects;
 pub mod record_batch;
+pub mod settings;
 pub mod stream;
 pub mod topics;
 pub mod wal;

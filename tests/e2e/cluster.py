@@ -19,8 +19,8 @@ BUCKET = "cluster"
 OBJECT_PREFIX = "data"
 # The compactor runs often and compacts anything a couple of seconds old, so tests see data
 # produced during a test compacted (and its WAL objects reclaimed) within seconds.
-COMPACTOR_ENV = {"COMPACTOR_MIN_AGE_MS": "2000", "COMPACTOR_INTERVAL_MS": "1000",
-                 "COMPACTOR_GRACE_PERIOD_MS": "2000"}
+COMPACTOR_ENV = {"COMPACTOR_COMPACTION_MIN_AGE_MS": "2000", "COMPACTOR_COMPACTION_INTERVAL_MS": "1000",
+                 "COMPACTOR_COMPACTION_GRACE_PERIOD_MS": "2000"}
 
 
 def _wait_port(port: int, proc: subprocess.Popen, name: str, log: Path, ready_line: str = "") -> None:

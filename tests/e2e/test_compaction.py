@@ -143,7 +143,8 @@ REPO = Path(__file__).resolve().parents[2]
 def compactor_command(data_dir: Path, *extra: str) -> list:
     return [os.environ.get("COMPACTOR_BIN", str(REPO / "target/debug/compactor")), "--data-dir", str(data_dir),
             "--object-store", f"file://{data_dir}/objects", "--metastore", "embedded",
-            "--min-bytes", "0", "--min-age-ms", "0", "--grace-period-ms", "0", *extra]
+            "--compaction-min-bytes", "0", "--compaction-min-age-ms", "0",
+            "--compaction-grace-period-ms", "0", *extra]
 
 
 def finish_compaction(data_dir: Path) -> None:
@@ -177,8 +178,8 @@ def test_compactor_killed_at_random_points_loses_nothing(broker_factory, target,
         p.flush(30)
         # A compactor service (a pass every 50 ms) killed with SIGKILL at a random moment.
         log = open(tmp_path / f"compactor-{round_no}.log", "wb")
-        proc = subprocess.Popen(compactor_command(b.data_dir, "--interval-ms", "50",
-                                                  "--session-timeout-ms", "400"),
+        proc = subprocess.Popen(compactor_command(b.data_dir, "--compaction-interval-ms", "50",
+                                                  "--compaction-session-timeout-ms", "400"),
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(rng.uniform(0.05, 0.6))
         proc.kill()
@@ -258,8 +259,8 @@ def test_compactor_killed_while_producers_and_consumers_run(broker_factory, targ
             time.sleep(0.5)
             log = open(tmp_path / f"compactor-{round_no}.log", "wb")
             # A short session: the next round's compactor takes over from the killed leader.
-            proc = subprocess.Popen(compactor_command(b.data_dir, "--interval-ms", "50",
-                                                      "--session-timeout-ms", "400"),
+            proc = subprocess.Popen(compactor_command(b.data_dir, "--compaction-interval-ms", "50",
+                                                      "--compaction-session-timeout-ms", "400"),
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                     env={**os.environ, "RUST_LOG": "info"})
             time.sleep(rng.uniform(0.1, 0.9))

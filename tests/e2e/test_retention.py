@@ -19,9 +19,9 @@ from waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 # Compaction off (nothing is ever due): only retention can make WAL objects unreferenced.
-NO_COMPACTION = ["--min-bytes", str(2**64 - 1), "--min-age-ms", str(2**64 - 1)]
+NO_COMPACTION = ["--compaction-min-bytes", str(2**64 - 1), "--compaction-min-age-ms", str(2**64 - 1)]
 # Everything due at once, in small files, so that some files end below the trim point.
-SMALL_FILES = ["--min-bytes", "0", "--min-age-ms", "0", "--file-bytes-max", "4096"]
+SMALL_FILES = ["--compaction-min-bytes", "0", "--compaction-min-age-ms", "0", "--compaction-file-bytes-max", "4096"]
 
 
 def produce(bootstrap: str, topic: str, rounds: int, per_round: int, first: int = 0,
@@ -112,7 +112,7 @@ def test_delete_records_moves_the_log_start_for_every_client(broker):
 def compactor(data_dir: Path, *extra: str) -> str:
     binary = os.environ.get("COMPACTOR_BIN", str(REPO / "target/debug/compactor"))
     command = [binary, "--data-dir", str(data_dir), "--object-store", f"file://{data_dir}/objects",
-               "--metastore", "embedded", "--grace-period-ms", "0", "--once", *extra]
+               "--metastore", "embedded", "--compaction-grace-period-ms", "0", "--once", *extra]
     deadline = time.monotonic() + 60
     while True:
         out = subprocess.run(command, capture_output=True, text=True, check=True).stdout

@@ -143,9 +143,9 @@ fn own_settings(broker: &Broker) -> Vec<Setting> {
     if config.compaction {
         out.push((
             "log.retention.check.interval.ms",
-            config.compaction_interval_ms.to_string(),
+            config.compactor.retention_check_interval_ms.to_string(),
             ConfigType::Long,
-            "Retention runs in every compaction pass (--compaction-interval-ms).",
+            "In-process compaction applies retention at most this often (--log-retention-check-interval-ms).",
         ));
     }
     if let Some(rack) = &node.rack {

@@ -1,0 +1,185 @@
+//! Settings of the `broker` binary. Each is declared once ([`settings`], and for the engine,
+//! the data location and compaction in `storage` and `compactor`), and read from flags,
+//! `BROKER_*` environment variables and a TOML `--config` file; precedence: command line >
+//! environment > file > default. See `docs/configuration.md`.
+
+pub mod settings;
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Command;
+use storage::config::Location;
+use storage::settings::{process_env, Mode, Resolved};
+
+pub use storage::settings::SettingsError as ConfigError;
+
+use self::settings as s;
+
+/// Settings of one broker process, as the rest of the broker reads them.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub advertised_listener: Option<String>,
+    pub data_dir: PathBuf,
+    /// The object store URL, `file://<data_dir>/objects` unless set.
+    pub object_store_url: String,
+    pub metastore: String,
+    pub broker_id: i32,
+    pub rack: Option<String>,
+    pub auto_create_topics: bool,
+    pub default_partitions: i32,
+    pub max_frame_bytes: usize,
+    pub max_connections: usize,
+    pub max_connections_per_ip: usize,
+    pub connections_max_idle_ms: u64,
+    pub frame_read_timeout_ms: u64,
+    pub queued_max_request_bytes: usize,
+    pub max_inflight_requests: usize,
+    pub group_initial_rebalance_delay_ms: u64,
+    pub group_min_session_timeout_ms: i32,
+    pub group_consumer_session_timeout_ms: i32,
+    pub group_consumer_heartbeat_interval_ms: i32,
+    pub offsets_retention_minutes: u64,
+    pub offsets_retention_ms: Option<u64>,
+    pub offsets_retention_check_interval_ms: u64,
+    /// Whether compaction runs in this process.
+    pub compaction: bool,
+    pub shutdown_timeout_ms: u64,
+    /// The engine's settings.
+    pub storage: storage::StorageConfig,
+    /// The in-process compactor's settings (also its topic defaults).
+    pub compactor: compactor::CompactorConfig,
+}
+
+/// A loaded configuration and what the process was asked to do with it.
+pub struct Startup {
+    pub config: Config,
+    pub resolved: Resolved,
+    pub mode: Mode,
+}
+
+impl Startup {
+    /// Parses `args` (program name first) with the environment `env` and the `--config` file.
+    pub fn load<I, T>(args: I, env: &[(String, String)]) -> Result<Startup, ConfigError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let command = Command::new("broker")
+            .version(env!("CARGO_PKG_VERSION"))
+            .about("A diskless Kafka broker: record batches go to object storage");
+        let loaded = s::schema().load(command, args, env)?;
+        let config = Config::from_settings(&loaded.resolved)?;
+        Ok(Startup {
+            config,
+            resolved: loaded.resolved,
+            mode: loaded.mode,
+        })
+    }
+}
+
+impl Config {
+    /// Parses the process arguments, environment and config file.
+    pub fn load() -> Result<Config, ConfigError> {
+        Config::load_from(std::env::args_os())
+    }
+
+    /// Parses `args` (program name first) with the process environment.
+    pub fn load_from<I, T>(args: I) -> Result<Config, ConfigError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Startup::load(args, &process_env()).map(|startup| startup.config)
+    }
+
+    fn from_settings(r: &Resolved) -> Result<Config, ConfigError> {
+        let location = Location::from_settings(r)?;
+        let storage = storage::StorageConfig::from_settings(r, &location.object_store_url);
+        let compactor = compactor::CompactorConfig::from_settings(r, &location.object_store_url)?;
+        Ok(Config {
+            listen: r.get(&s::LISTEN),
+            advertised_listener: r.get(&s::ADVERTISED_LISTENER),
+            data_dir: location.data_dir,
+            object_store_url: location.object_store_url,
+            metastore: location.metastore,
+            broker_id: r.get(&s::BROKER_ID),
+            rack: r.get(&s::RACK),
+            auto_create_topics: r.get(&s::AUTO_CREATE_TOPICS),
+            default_partitions: r.get(&s::DEFAULT_PARTITIONS),
+            max_frame_bytes: r.get(&s::MAX_FRAME_BYTES),
+            max_connections: r.get(&s::MAX_CONNECTIONS),
+            max_connections_per_ip: r.get(&s::MAX_CONNECTIONS_PER_IP),
+            connections_max_idle_ms: r.get(&s::CONNECTIONS_MAX_IDLE_MS),
+            frame_read_timeout_ms: r.get(&s::FRAME_READ_TIMEOUT_MS),
+            queued_max_request_bytes: r.get(&s::QUEUED_MAX_REQUEST_BYTES),
+            max_inflight_requests: r.get(&s::MAX_INFLIGHT_REQUESTS),
+            group_initial_rebalance_delay_ms: r.get(&s::GROUP_INITIAL_REBALANCE_DELAY_MS),
+            group_min_session_timeout_ms: r.get(&s::GROUP_MIN_SESSION_TIMEOUT_MS),
+            group_consumer_session_timeout_ms: r.get(&s::GROUP_CONSUMER_SESSION_TIMEOUT_MS),
+            group_consumer_heartbeat_interval_ms: r.get(&s::GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS),
+            offsets_retention_minutes: r.get(&s::OFFSETS_RETENTION_MINUTES),
+            offsets_retention_ms: r.get(&s::OFFSETS_RETENTION_MS),
+            offsets_retention_check_interval_ms: r.get(&s::OFFSETS_RETENTION_CHECK_INTERVAL_MS),
+            compaction: r.get(&s::COMPACTION),
+            shutdown_timeout_ms: r.get(&s::SHUTDOWN_TIMEOUT_MS),
+            storage,
+            compactor,
+        })
+    }
+
+    /// How long committed offsets of an empty group are kept.
+    pub fn offsets_retention_ms(&self) -> u64 {
+        self.offsets_retention_ms
+            .unwrap_or(self.offsets_retention_minutes.saturating_mul(60_000))
+    }
+
+    /// The broker settings that give topics without an override their configs.
+    pub fn topic_defaults(&self) -> &storage::topics::TopicDefaults {
+        &self.compactor.topic_defaults
+    }
+
+    /// Settings of the in-process compactor.
+    pub fn compactor_config(&self) -> compactor::CompactorConfig {
+        self.compactor.clone()
+    }
+
+    pub fn storage_config(&self) -> storage::StorageConfig {
+        self.storage.clone()
+    }
+}
+
+/// An advertised `host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: i32,
+}
+
+impl Endpoint {
+    pub fn parse(value: &str) -> Result<Endpoint, ConfigError> {
+        let invalid = |reason: &str| ConfigError::Invalid {
+            key: s::ADVERTISED_LISTENER.key.into(),
+            reason: format!("{value:?}: {reason}"),
+        };
+        // Tolerate a `PLAINTEXT://` style scheme, as Kafka operators write it.
+        let rest = value.split_once("://").map_or(value, |(_, rest)| rest);
+        let (host, port) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| invalid("expected host:port"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(invalid("empty host"));
+        }
+        let port: u16 = port.parse().map_err(|_| invalid("bad port"))?;
+        Ok(Endpoint {
+            host: host.to_string(),
+            port: i32::from(port),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

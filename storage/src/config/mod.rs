@@ -1,0 +1,120 @@
+//! Settings of the log engine, declared once ([`settings`]): `StorageConfig::default` and the
+//! binaries' flags take their defaults from the same declarations.
+
+pub mod settings;
+
+use std::path::{Path, PathBuf};
+
+use self::settings as s;
+use crate::settings::Resolved;
+
+/// Settings of the log engine. Names follow the seed system's, snake_case, units last; each
+/// field's meaning is the help text of its declaration in [`settings`].
+#[derive(Clone, Debug)]
+pub struct StorageConfig {
+    pub write_buffer_size: usize,
+    pub write_buffer_flush_size: usize,
+    pub write_buffer_flush_interval_ms: u64,
+    pub write_buffer_max_streams: usize,
+    pub max_pending_bytes: usize,
+    pub max_puts_in_flight: usize,
+    pub write_cache_bytes: usize,
+    pub read_cache_bytes: usize,
+    pub compacted_cache_bytes: usize,
+    pub compacted_footer_cache_bytes: usize,
+    pub add_entry_timeout_ms: u64,
+    pub index_cache_entries_per_stream: usize,
+    pub stream_states_max: usize,
+    /// Prefix of WAL object keys (after the time prefix comes a unique id).
+    pub wal_prefix: String,
+    /// Derive the unique part of WAL object keys from this seed and a counter instead of a
+    /// random UUID: only for the reproducible engine simulation.
+    pub wal_object_id_seed: Option<u64>,
+    /// Decode compacted row groups on the calling thread instead of tokio's blocking pool:
+    /// only for the single-threaded deterministic simulation.
+    pub cpu_work_inline: bool,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            write_buffer_size: s::WRITE_BUFFER_SIZE.default,
+            write_buffer_flush_size: s::WRITE_BUFFER_FLUSH_SIZE.default,
+            write_buffer_flush_interval_ms: s::FLUSH_INTERVAL_MS_REMOTE,
+            write_buffer_max_streams: s::WRITE_BUFFER_MAX_STREAMS.default,
+            max_pending_bytes: s::MAX_PENDING_BYTES.default,
+            max_puts_in_flight: s::MAX_PUTS_IN_FLIGHT.default,
+            write_cache_bytes: s::WRITE_CACHE_BYTES.default,
+            read_cache_bytes: s::READ_CACHE_BYTES.default,
+            compacted_cache_bytes: s::COMPACTED_CACHE_BYTES.default,
+            compacted_footer_cache_bytes: s::COMPACTED_FOOTER_CACHE_BYTES.default,
+            add_entry_timeout_ms: s::ADD_ENTRY_TIMEOUT_MS.default,
+            index_cache_entries_per_stream: s::INDEX_CACHE_ENTRIES_PER_STREAM.default,
+            stream_states_max: s::STREAM_STATES_MAX.default,
+            wal_prefix: "wal".to_string(),
+            wal_object_id_seed: None,
+            cpu_work_inline: false,
+        }
+    }
+}
+
+impl StorageConfig {
+    /// The engine's settings from a schema that holds [`settings::ENGINE`], for a store at
+    /// `object_store_url`.
+    pub fn from_settings(resolved: &Resolved, object_store_url: &str) -> StorageConfig {
+        StorageConfig {
+            write_buffer_size: resolved.get(&s::WRITE_BUFFER_SIZE),
+            write_buffer_flush_size: resolved.get(&s::WRITE_BUFFER_FLUSH_SIZE),
+            write_buffer_flush_interval_ms: s::flush_interval_ms(
+                resolved.get(&s::WRITE_BUFFER_FLUSH_INTERVAL_MS),
+                object_store_url,
+            ),
+            write_buffer_max_streams: resolved.get(&s::WRITE_BUFFER_MAX_STREAMS),
+            max_pending_bytes: resolved.get(&s::MAX_PENDING_BYTES),
+            max_puts_in_flight: resolved.get(&s::MAX_PUTS_IN_FLIGHT),
+            write_cache_bytes: resolved.get(&s::WRITE_CACHE_BYTES),
+            read_cache_bytes: resolved.get(&s::READ_CACHE_BYTES),
+            compacted_cache_bytes: resolved.get(&s::COMPACTED_CACHE_BYTES),
+            compacted_footer_cache_bytes: resolved.get(&s::COMPACTED_FOOTER_CACHE_BYTES),
+            add_entry_timeout_ms: resolved.get(&s::ADD_ENTRY_TIMEOUT_MS),
+            index_cache_entries_per_stream: resolved.get(&s::INDEX_CACHE_ENTRIES_PER_STREAM),
+            stream_states_max: resolved.get(&s::STREAM_STATES_MAX),
+            ..StorageConfig::default()
+        }
+    }
+}
+
+/// Where the data of a process lives, as both binaries name it ([`settings::LOCATION`]).
+#[derive(Clone, Debug)]
+pub struct Location {
+    pub data_dir: PathBuf,
+    /// The object store URL, `file://<data_dir>/objects` unless set.
+    pub object_store_url: String,
+    pub metastore: String,
+}
+
+impl Location {
+    pub fn from_settings(resolved: &Resolved) -> Result<Location, crate::settings::SettingsError> {
+        let data_dir = resolved.get(&s::DATA_DIR);
+        let object_store_url = match resolved.get(&s::OBJECT_STORE) {
+            Some(url) => url,
+            None => default_object_store_url(&data_dir).map_err(|e| {
+                crate::settings::SettingsError::Invalid {
+                    key: s::DATA_DIR.key.into(),
+                    reason: format!("cannot make {} absolute: {e}", data_dir.display()),
+                }
+            })?,
+        };
+        Ok(Location {
+            data_dir,
+            object_store_url,
+            metastore: resolved.get(&s::METASTORE),
+        })
+    }
+}
+
+/// `file://<data_dir>/objects`, absolute so that the URL means the same after a `cd`.
+pub fn default_object_store_url(data_dir: &Path) -> std::io::Result<String> {
+    let dir = std::path::absolute(data_dir.join("objects"))?;
+    Ok(format!("file://{}", dir.display()))
+}

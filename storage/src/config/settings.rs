@@ -1,0 +1,186 @@
+//! The declarations of the engine's settings and of where a process keeps its data. The
+//! `broker` takes all of them, the `compactor` the [`LOCATION`] ones.
+
+use std::path::PathBuf;
+
+use crate::settings::{AnySetting, Setting, Unit};
+
+/// `data_dir`, `object_store`, `metastore`: the same on both binaries.
+pub static LOCATION: &[&dyn AnySetting] = &[&DATA_DIR, &OBJECT_STORE, &METASTORE];
+
+/// The write and read path of the engine.
+pub static ENGINE: &[&dyn AnySetting] = &[
+    &WRITE_BUFFER_SIZE,
+    &WRITE_BUFFER_FLUSH_SIZE,
+    &WRITE_BUFFER_FLUSH_INTERVAL_MS,
+    &WRITE_BUFFER_MAX_STREAMS,
+    &MAX_PENDING_BYTES,
+    &MAX_PUTS_IN_FLIGHT,
+    &ADD_ENTRY_TIMEOUT_MS,
+    &WRITE_CACHE_BYTES,
+    &READ_CACHE_BYTES,
+    &COMPACTED_CACHE_BYTES,
+    &COMPACTED_FOOTER_CACHE_BYTES,
+    &INDEX_CACHE_ENTRIES_PER_STREAM,
+    &STREAM_STATES_MAX,
+];
+
+pub static DATA_DIR: Setting<PathBuf> = Setting::new(
+    "data_dir",
+    "./data",
+    Unit::None,
+    "Local data directory: objects in `<dir>/objects` (file store), the embedded metadata store in `<dir>/meta`",
+);
+
+pub static OBJECT_STORE: Setting<Option<String>> = Setting::new(
+    "object_store",
+    None,
+    Unit::None,
+    "Object store URL: `file:///path`, `memory://`, `s3://bucket/prefix` (S3 settings from the usual `AWS_*` variables, `AWS_ENDPOINT_URL` for S3-compatible servers)",
+)
+.default_note("`file://<data_dir>/objects`")
+.checked(|url| match url.as_deref() {
+    Some(url) if !["file://", "memory://", "s3://"].iter().any(|p| url.starts_with(p)) => {
+        Err(format!("expected a file://, memory:// or s3:// URL, got {url:?}"))
+    }
+    _ => Ok(()),
+});
+
+pub static METASTORE: Setting<String> = Setting::new(
+    "metastore",
+    "embedded",
+    Unit::None,
+    "Metadata store: `embedded` (SQLite under `<data_dir>/meta`), `oxia://host:port/namespace`, or `memory` (this process only, not durable: for tests and benchmarks)",
+)
+.checked(|spec| {
+    let known = spec == "embedded"
+        || spec.starts_with("oxia://")
+        || spec == "memory"
+        || spec.starts_with("memory://");
+    if known {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected `embedded`, `oxia://host:port/namespace` or `memory`, got {spec:?}"
+        ))
+    }
+});
+
+pub static WRITE_BUFFER_SIZE: Setting<usize> = Setting::new(
+    "write_buffer_size",
+    4 << 20,
+    Unit::Bytes,
+    "A WAL segment (one object) is closed at this many bytes; a bigger append gets its own object",
+)
+.at_least(1);
+
+pub static WRITE_BUFFER_FLUSH_SIZE: Setting<usize> = Setting::new(
+    "write_buffer_flush_size",
+    256 << 20,
+    Unit::Bytes,
+    "Pending bytes that trigger a flush before the interval elapses",
+)
+.at_least(1);
+
+/// The flush interval for object stores with high PUT latency (the seed system's)...
+pub const FLUSH_INTERVAL_MS_REMOTE: u64 = 250;
+/// ...and for a local folder or memory, where a PUT is cheap and fast.
+pub const FLUSH_INTERVAL_MS_LOCAL: u64 = 10;
+
+pub static WRITE_BUFFER_FLUSH_INTERVAL_MS: Setting<Option<u64>> = Setting::new(
+    "write_buffer_flush_interval_ms",
+    None,
+    Unit::Ms,
+    "Longest time an append waits in the buffer before its segment is written",
+)
+.default_note("250, or 10 for file:// and memory:// stores")
+.at_least(1);
+
+/// The flush interval: as set, else short for local stores.
+pub fn flush_interval_ms(set: Option<u64>, object_store_url: &str) -> u64 {
+    let local =
+        object_store_url.starts_with("file://") || object_store_url.starts_with("memory://");
+    match set {
+        Some(ms) => ms,
+        None if local => FLUSH_INTERVAL_MS_LOCAL,
+        None => FLUSH_INTERVAL_MS_REMOTE,
+    }
+}
+
+// The seed system's 4 cut an object every 4 partitions (2,312 PUTs per GiB measured with 8
+// partitions); packing many streams per object is what keeps PUTs low.
+pub static WRITE_BUFFER_MAX_STREAMS: Setting<usize> = Setting::new(
+    "write_buffer_max_streams",
+    256,
+    Unit::Count,
+    "Partition streams packed into one WAL object at most",
+)
+.at_least(1);
+
+pub static MAX_PENDING_BYTES: Setting<usize> = Setting::new(
+    "max_pending_bytes",
+    256 << 20,
+    Unit::Bytes,
+    "Bytes accepted but not yet durable; past it produce requests are refused at once (retriable)",
+)
+.at_least(1);
+
+pub static MAX_PUTS_IN_FLIGHT: Setting<usize> = Setting::new(
+    "max_puts_in_flight",
+    16,
+    Unit::Count,
+    "WAL object PUTs in flight at once (their index commits still go in the order segments were cut)",
+)
+.at_least(1);
+
+pub static ADD_ENTRY_TIMEOUT_MS: Setting<u64> = Setting::new(
+    "add_entry_timeout_ms",
+    30_000,
+    Unit::Ms,
+    "An append not acknowledged within this time fails",
+)
+.at_least(1);
+
+pub static WRITE_CACHE_BYTES: Setting<usize> = Setting::new(
+    "write_cache_bytes",
+    128 << 20,
+    Unit::Bytes,
+    "Bytes of recently written segments kept in memory for tailing reads",
+);
+
+pub static READ_CACHE_BYTES: Setting<usize> = Setting::new(
+    "read_cache_bytes",
+    256 << 20,
+    Unit::Bytes,
+    "Bytes of object slices read back from the object store kept in memory",
+);
+
+pub static COMPACTED_CACHE_BYTES: Setting<usize> = Setting::new(
+    "compacted_cache_bytes",
+    128 << 20,
+    Unit::Bytes,
+    "Bytes of batches rebuilt from compacted (Parquet) files kept in memory, whole row groups",
+);
+
+pub static COMPACTED_FOOTER_CACHE_BYTES: Setting<usize> = Setting::new(
+    "compacted_footer_cache_bytes",
+    16 << 20,
+    Unit::Bytes,
+    "Bytes of parsed compacted-file footers kept in memory",
+);
+
+pub static INDEX_CACHE_ENTRIES_PER_STREAM: Setting<usize> = Setting::new(
+    "index_cache_entries_per_stream",
+    1024,
+    Unit::Count,
+    "Index entries kept in memory per partition stream (the tail of its index)",
+)
+.at_least(1);
+
+pub static STREAM_STATES_MAX: Setting<usize> = Setting::new(
+    "stream_states_max",
+    16_384,
+    Unit::Count,
+    "Partition streams whose state is kept in memory; past it idle ones are dropped and re-read from the index when used",
+)
+.at_least(1);
