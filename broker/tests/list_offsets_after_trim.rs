@@ -1,7 +1,6 @@
 //! ListOffsets by timestamp once DeleteRecords moved the log start into the middle of what one
 //! produce request wrote. Kafka answers the first record at or after the time among the
-//! records still in the log; the lookup here stops at the first batch whose max timestamp
-//! reaches the time, and when that batch lies below the log start it answers "none" (-1).
+//! records still in the log, skipping batches that lie below the log start.
 
 mod common;
 
@@ -57,9 +56,6 @@ async fn offset_for_time(client: &mut common::Client, timestamp: i64) -> (i16, i
 }
 
 #[tokio::test]
-#[ignore = "known bug, outside the groups/versions scope: ListOffsets by time answers -1 when \
-            the first batch reaching the time is below the log start (storage \
-            find_batch_by_timestamp / handlers/list_offsets.rs)"]
 async fn a_time_before_the_log_start_finds_the_first_record_kept() {
     let broker = TestBroker::start(&["--compaction", "false"]).await;
     let mut client = broker.client().await;

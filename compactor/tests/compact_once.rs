@@ -158,7 +158,7 @@ async fn compaction_moves_everything_to_parquet_and_consumers_see_the_same_recor
     for (stream, want) in STREAMS.iter().zip(&expected) {
         assert_eq!(&consume(&fresh, stream).await, want);
         let hit = fresh
-            .find_batch_by_timestamp(stream, 1_700_000_000_010)
+            .find_batch_by_timestamp(stream, 1_700_000_000_010, 0)
             .await
             .unwrap()
             .unwrap();

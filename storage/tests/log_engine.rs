@@ -375,14 +375,14 @@ async fn timestamps_find_the_first_batch_at_or_after_a_time_and_the_maximum() {
         storage.append("ts-0", p, b).await.unwrap();
     }
     let found = storage
-        .find_batch_by_timestamp("ts-0", 1015)
+        .find_batch_by_timestamp("ts-0", 1015, 0)
         .await
         .unwrap()
         .unwrap();
     assert_eq!(found.base_offset, 4);
     assert_eq!(found.batches.len(), 1);
     assert!(storage
-        .find_batch_by_timestamp("ts-0", 5000)
+        .find_batch_by_timestamp("ts-0", 5000, 0)
         .await
         .unwrap()
         .is_none());

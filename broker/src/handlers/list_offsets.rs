@@ -99,13 +99,19 @@ async fn lookup(
             }
         }
         at => {
-            let batch = storage
-                .find_batch_by_timestamp(stream, at)
-                .await
-                .map_err(|e| read_error(&e))?;
-            match batch {
-                None => Ok(None),
-                Some(batch) => first_record_at_or_after(&batch, at, bounds),
+            // Batches reaching the time whose records at or after it all lie below the log
+            // start give way to the next such batch, as in Kafka.
+            let mut from_offset = bounds.log_start_offset;
+            loop {
+                let batch = storage
+                    .find_batch_by_timestamp(stream, at, from_offset)
+                    .await
+                    .map_err(|e| read_error(&e))?;
+                let Some(batch) = batch else { return Ok(None) };
+                if let Some(found) = first_record_at_or_after(&batch, at, bounds)? {
+                    return Ok(Some(found));
+                }
+                from_offset = batch.end_offset();
             }
         }
     }

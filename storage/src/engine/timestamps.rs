@@ -6,22 +6,25 @@ use crate::error::StorageError;
 use crate::index::LocatedEntry;
 
 impl Storage {
-    /// The first batch whose max timestamp is `>= timestamp_ms`, for ListOffsets by time.
+    /// The first batch ending after `from_offset` whose max timestamp is `>= timestamp_ms`, for
+    /// ListOffsets by time (Kafka's `LogSegment.findOffsetByTimestamp` skips batches below the
+    /// log start the same way; a batch straddling it still counts).
     pub async fn find_batch_by_timestamp(
         &self,
         stream: &str,
         timestamp_ms: i64,
+        from_offset: u64,
     ) -> Result<Option<ReadChunk>, StorageError> {
         let mut found = None;
         self.scan_entries(stream, |located| {
-            if located.entry.max_timestamp < timestamp_ms {
+            if located.entry.max_timestamp < timestamp_ms || located.end_offset <= from_offset {
                 return true;
             }
-            let pos = located
-                .entry
-                .batches
-                .iter()
-                .position(|b| b.max_timestamp >= timestamp_ms);
+            let mut end_offset = located.base_offset;
+            let pos = located.entry.batches.iter().position(|b| {
+                end_offset += u64::from(b.records);
+                end_offset > from_offset && b.max_timestamp >= timestamp_ms
+            });
             if let Some(pos) = pos {
                 found = Some((located.clone(), pos));
                 return false;
