@@ -1,5 +1,8 @@
 //! ApiVersions, Metadata, topic admin and config APIs, at every version the table lists.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{name, s, TestBroker};

@@ -1,6 +1,9 @@
 //! The real `broker` binary: help, validation exit codes, setting precedence
 //! (command line > environment > file > default) and clean shutdown on SIGTERM.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

@@ -3,6 +3,9 @@
 //! fencing, offset commits checked against member epochs, coexistence with the classic
 //! protocol, and durability across a restart.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use bytes::Bytes;

@@ -1,6 +1,9 @@
 //! DeleteRecords at every listed version, and the log start offset it moves as Fetch and
 //! ListOffsets report it.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use bytes::Bytes;

@@ -1,6 +1,9 @@
 //! Consumer groups over the wire: every listed version of every group API, rebalances with
 //! several members, fencing, expiry, deletion, and durability across a restart.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;

@@ -1,6 +1,9 @@
 //! The idempotent producer at the protocol level: InitProducerId, duplicates answered with
 //! their original offset, sequence gaps and fencing, and state kept across a restart.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use bytes::Bytes;

@@ -2,6 +2,9 @@
 //! produce request wrote. Kafka answers the first record at or after the time among the
 //! records still in the log, skipping batches that lie below the log start.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use bytes::Bytes;

@@ -1,6 +1,9 @@
 //! Committed-offset expiry over the wire: a group whose members left loses its offsets (and
 //! then itself) once the retention has passed, while a group with members keeps them.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -3,6 +3,9 @@
 //! `validate_only`, TOPIC_ALREADY_EXISTS before config errors, broker-level defaults, and the
 //! configs the produce path honours (LogAppendTime, timestamp bounds, compression).
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -1,6 +1,9 @@
 //! The real `compactor` binary: help on every flag, the broker's names, the old names as
 //! aliases, `--print-config` and `--check-config`.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::Write;
 use std::process::{Command, Output};
 

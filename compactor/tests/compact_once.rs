@@ -1,5 +1,8 @@
 //! The compactor against a real engine on a local folder and the embedded MetaStore.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -3,6 +3,9 @@
 //! below it go (RAW and PARQUET, never the stream's last key), and the WAL objects and Parquet
 //! files nobody references any more are deleted.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 

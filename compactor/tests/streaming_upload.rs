@@ -2,6 +2,9 @@
 //! upload part goes up as a multipart upload and reads back record by record; a part that fails
 //! aborts the upload, leaves the index as it was, and the next pass succeeds.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 #[path = "../../storage/tests/objects_conformance/moto.rs"]
 mod moto;

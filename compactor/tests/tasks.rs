@@ -1,5 +1,8 @@
 //! Task records: retries with backoff, dead letters, replay after a crash, the shared read limit.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -7,6 +7,9 @@
 //! Records are 1 KiB of JSON-like text (a few fields, random numbers: about 3x compressible
 //! with lz4), batches of 16 KiB (librdkafka's and Java's defaults) and 1 MiB (a tuned producer).
 
+// A benchmark program: a failed setup step should stop it loudly.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;

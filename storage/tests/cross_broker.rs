@@ -1,6 +1,9 @@
 //! Two engines sharing one object store and one MetaStore, as two brokers do: an append
 //! committed by one becomes readable through the other, and long polls there wake on it.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,6 +1,9 @@
 //! The log engine end to end: appends through WAL objects and the index, reads back by offset,
 //! restarts, faults in the object store and the metadata store.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,6 +2,9 @@
 //! memory, a local folder, an S3-compatible server (moto), and the fault/latency wrappers with
 //! their faults switched off (they must be transparent).
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "objects_conformance/moto.rs"]
 mod moto;
 

@@ -3,6 +3,9 @@
 //! type, default, validator, synonym and documentation, and the verdict and message of Kafka's
 //! own validation for some two thousand sample values.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use serde_json::Value as Json;
 use storage::topics::{
     broker_setting, definition, validate_override, ConfigType, BROKER_SETTINGS, TOPIC_CONFIGS,

@@ -1,5 +1,8 @@
 //! Deterministic tests of the WAL object format: round trip, corruption, truncation, limits.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use bytes::Bytes;
 use storage::wal::format::{
     decode_directory, decode_object, encode_object, parse_footer, verify_slice, FormatError,

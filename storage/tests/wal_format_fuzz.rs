@@ -1,6 +1,9 @@
 //! Property tests: the decoder never panics, whatever bytes it is given, and every valid object
 //! it accepts round-trips.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use bytes::Bytes;
 use proptest::prelude::*;
 use storage::wal::format::{

@@ -13,6 +13,9 @@
 //! The scenarios check what a client of that version relies on; the edge cases of each API
 //! stay in the test file named for it (`groups.rs`, `admin_apis.rs`, ...).
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "../common/mod.rs"]
 mod common;
 

@@ -10,6 +10,9 @@
 //! `SIM_FIRST_SEED` (default 1); `scripts/simulate.sh N` runs many more in release mode and
 //! prints a failing seed, which `SIM_FIRST_SEED=<seed> SIM_SEEDS=1` replays.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod check;
 mod faults;
 mod model;

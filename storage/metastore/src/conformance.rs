@@ -8,6 +8,9 @@
 //! evaluated once per test. Tests are backend-neutral: every test works under its own random key
 //! prefix (so a shared server works) and never assumes the store is otherwise empty.
 
+// Test support: a failed step must fail the test that runs it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;

@@ -2,6 +2,9 @@
 //! store has to prove (durability across reopen, several OS processes on one file, lock timeouts,
 //! group-commit throughput).
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

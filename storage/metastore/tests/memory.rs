@@ -4,6 +4,9 @@
 //! Every test of the suite applies. What the embedded tests check beyond the suite (durability
 //! across reopen, several OS processes, lock timeouts, group commit) has no memory equivalent.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

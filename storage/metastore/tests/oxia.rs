@@ -6,6 +6,9 @@
 //! (`OXIA_BIN=$(scripts/install-oxia.sh) cargo test -p storage --test meta_oxia`). Without it the
 //! tests are skipped, unless `CI` is set, where a missing server is a failure.
 
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::fs::File;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
