@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use storage::meta::{
+use metastore::{
     open_meta_store, Comparison, Expect, MetaError, MetaOptions, MetaStore, PutOptions,
 };
 use tokio::net::TcpListener;

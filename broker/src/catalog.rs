@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use futures::StreamExt;
-use storage::meta::{Comparison, Expect, MetaError, MetaStore, Notification, PutOptions};
+use metastore::{Comparison, Expect, MetaError, MetaStore, Notification, PutOptions};
 use storage::topics::{
     topic_key, TopicConfig, TopicDefaults, TopicError, TOPICS_END, TOPICS_PREFIX,
 };
@@ -379,7 +379,7 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use storage::meta::{EmbeddedMetaStore, MetaOptions};
+    use metastore::{EmbeddedMetaStore, MetaOptions};
 
     #[tokio::test]
     async fn names_generation_changes_exactly_when_a_name_appears_or_goes() {

@@ -1,5 +1,5 @@
 use storage::compacted::CompactedError;
-use storage::meta::MetaError;
+use metastore::MetaError;
 use storage::StorageError;
 
 /// Why a compaction step failed. Every step is safe to replay.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use storage::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
+use metastore::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 
 const LEADER_KEY: &str = "compactor/leader";
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use compactor::cli::Cli;
 use compactor::Compactor;
-use storage::meta::{open_meta_store, MetaOptions};
+use metastore::{open_meta_store, MetaOptions};
 use storage::settings::{Mode, SettingsError, DEFAULT_LOG_FILTER};
 use tracing_subscriber::EnvFilter;
 

@@ -11,7 +11,7 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
-use storage::meta::{MetaError, MetaStore, PutOptions};
+use metastore::{MetaError, MetaStore, PutOptions};
 use storage::FileType;
 
 use crate::referenced;
@@ -173,7 +173,7 @@ impl OrphanSweeper<'_> {
 mod tests {
     use bytes::Bytes;
     use object_store::PutPayload;
-    use storage::meta::{EmbeddedMetaStore, MetaOptions};
+    use metastore::{EmbeddedMetaStore, MetaOptions};
     use storage::{stream, BatchMeta, IndexEntry};
 
     use super::*;

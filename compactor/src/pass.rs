@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use object_store::ObjectStore;
-use storage::meta::MetaStore;
+use metastore::MetaStore;
 
 use crate::clock::{Clock, SystemClock};
 use crate::orphans::OrphanSweeper;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
-use storage::meta::{Comparison, MetaStore, PutOptions};
+use metastore::{Comparison, MetaStore, PutOptions};
 use storage::FileType;
 
 use crate::referenced;
@@ -141,7 +141,7 @@ impl Reclaimer<'_> {
             }
             if state.state != State::Marked {
                 match self.meta.delete(&key, Default::default(), None).await {
-                    Ok(()) | Err(storage::meta::MetaError::KeyNotFound) => {}
+                    Ok(()) | Err(metastore::MetaError::KeyNotFound) => {}
                     Err(e) => return Err(e.into()),
                 }
             }

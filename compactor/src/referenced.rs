@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use storage::meta::MetaStore;
+use metastore::MetaStore;
 use storage::{stream, FileType, IndexEntry};
 
 use crate::CompactorError;

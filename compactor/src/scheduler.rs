@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use object_store::ObjectStore;
-use storage::meta::MetaStore;
+use metastore::MetaStore;
 
 use crate::clock::Clock;
 use crate::swap::{Located, StreamCompactor};

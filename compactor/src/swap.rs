@@ -12,7 +12,7 @@ use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use storage::compacted::{self, CompactedError, FileWriter, WriterOptions, WrittenMeta};
-use storage::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
+use metastore::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 use storage::wal::format;
 use storage::{stream, FileType, IndexEntry};
 

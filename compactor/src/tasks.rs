@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use storage::meta::{Expect, MetaError, MetaStore, PutOptions};
+use metastore::{Expect, MetaError, MetaStore, PutOptions};
 
 use crate::{CompactorConfig, CompactorError};
 

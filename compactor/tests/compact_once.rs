@@ -15,7 +15,7 @@ use compactor::{Compactor, CompactorConfig};
 use futures::stream::BoxStream;
 use storage::compacted::batch::{decode_batch, encode_batch, split_batches};
 use storage::compacted::{BatchHeader, RecordRow};
-use storage::meta::{
+use metastore::{
     Comparison, Expect, MetaError, MetaResult, MetaStore, Notification, PutOptions, PutResult,
     Record,
 };

@@ -17,7 +17,7 @@ use object_store::ObjectStore;
 use storage::compacted::batch::encode_batch;
 use storage::compacted::{BatchHeader, RecordRow};
 use storage::index::Index;
-use storage::meta::{EmbeddedMetaStore, MetaOptions, MetaStore, PutOptions};
+use metastore::{EmbeddedMetaStore, MetaOptions, MetaStore, PutOptions};
 use storage::topics::{self, TopicRecord};
 use storage::{BatchMeta, FileType, Storage, StorageConfig, StorageError};
 

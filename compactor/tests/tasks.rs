@@ -16,7 +16,7 @@ use compactor::clock::{Clock, ManualClock};
 use compactor::tasks::{list_tasks, retry_dead, TaskState, TaskStore};
 use compactor::{Compactor, CompactorConfig};
 use futures::stream::BoxStream;
-use storage::meta::{
+use metastore::{
     Comparison, Expect, MetaError, MetaResult, MetaStore, Notification, PutOptions, PutResult,
     Record,
 };

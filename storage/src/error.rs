@@ -1,4 +1,4 @@
-use crate::meta::MetaError;
+use metastore::MetaError;
 
 /// Errors of the log engine. The broker maps each to a Kafka error code.
 #[derive(Debug, thiserror::Error)]

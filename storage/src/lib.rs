@@ -3,13 +3,13 @@
 //! reads them back by offset. Knows nothing of Kafka requests: callers hand in opaque payloads
 //! with per-batch metadata ([`BatchMeta`]).
 
-pub mod cache;
+mod cache;
 pub mod clock;
 pub mod compacted;
 pub mod config;
 pub mod cpu;
-pub mod engine;
-pub mod error;
+mod engine;
+mod error;
 pub mod index;
 pub mod objects;
 pub mod record_batch;
@@ -17,9 +17,6 @@ pub mod settings;
 pub mod stream;
 pub mod topics;
 pub mod wal;
-
-// The MetaStore is a crate of its own; this path stays while callers move to `metastore::`.
-pub use metastore as meta;
 
 pub use config::StorageConfig;
 pub use engine::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, Storage, StreamBounds};

@@ -64,7 +64,7 @@ pub fn parse_index_key(stream: &str, key: &str) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::compare_keys;
+    use metastore::compare_keys;
     use std::cmp::Ordering;
 
     #[test]

@@ -10,8 +10,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
-use storage::meta::embedded::EmbeddedMetaStore;
-use storage::meta::{MetaOptions, MetaStore};
+use metastore::embedded::EmbeddedMetaStore;
+use metastore::{MetaOptions, MetaStore};
 use storage::{BatchMeta, Storage, StorageConfig};
 
 async fn engine(dir: &std::path::Path, objects: Arc<dyn ObjectStore>) -> Arc<Storage> {

@@ -11,9 +11,9 @@ use bytes::Bytes;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
-use storage::meta::embedded::EmbeddedMetaStore;
-use storage::meta::failing::{FailingMetaStore, FaultMode};
-use storage::meta::{MetaOptions, MetaStore};
+use metastore::embedded::EmbeddedMetaStore;
+use metastore::failing::{FailingMetaStore, FaultMode};
+use metastore::{MetaOptions, MetaStore};
 use storage::objects::{FailingObjectStore, FailureMode, Operation, SlowObjectStore};
 use storage::{BatchMeta, Storage, StorageConfig, StorageError};
 
@@ -409,27 +409,27 @@ impl MetaStore for FailOneStream {
         &self,
         key: &str,
         value: Bytes,
-        options: storage::meta::PutOptions,
-    ) -> storage::meta::MetaResult<storage::meta::PutResult> {
+        options: metastore::PutOptions,
+    ) -> metastore::MetaResult<metastore::PutResult> {
         if key.starts_with(&self.failing_prefix) {
-            return Err(storage::meta::MetaError::Unavailable("injected".into()));
+            return Err(metastore::MetaError::Unavailable("injected".into()));
         }
         self.inner.put(key, value, options).await
     }
     async fn get(
         &self,
         key: &str,
-        c: storage::meta::Comparison,
+        c: metastore::Comparison,
         pk: Option<&str>,
-    ) -> storage::meta::MetaResult<Option<storage::meta::Record>> {
+    ) -> metastore::MetaResult<Option<metastore::Record>> {
         self.inner.get(key, c, pk).await
     }
     async fn delete(
         &self,
         key: &str,
-        e: storage::meta::Expect,
+        e: metastore::Expect,
         pk: Option<&str>,
-    ) -> storage::meta::MetaResult<()> {
+    ) -> metastore::MetaResult<()> {
         self.inner.delete(key, e, pk).await
     }
     async fn delete_range(
@@ -437,7 +437,7 @@ impl MetaStore for FailOneStream {
         min: &str,
         max: &str,
         pk: Option<&str>,
-    ) -> storage::meta::MetaResult<()> {
+    ) -> metastore::MetaResult<()> {
         self.inner.delete_range(min, max, pk).await
     }
     async fn list(
@@ -445,7 +445,7 @@ impl MetaStore for FailOneStream {
         min: &str,
         max: &str,
         pk: Option<&str>,
-    ) -> storage::meta::MetaResult<Vec<String>> {
+    ) -> metastore::MetaResult<Vec<String>> {
         self.inner.list(min, max, pk).await
     }
     async fn range_scan(
@@ -454,16 +454,16 @@ impl MetaStore for FailOneStream {
         max: &str,
         pk: Option<&str>,
         limit: usize,
-    ) -> storage::meta::MetaResult<Vec<storage::meta::Record>> {
+    ) -> metastore::MetaResult<Vec<metastore::Record>> {
         self.inner.range_scan(min, max, pk, limit).await
     }
     async fn notifications(
         &self,
-    ) -> storage::meta::MetaResult<futures::stream::BoxStream<'static, storage::meta::Notification>>
+    ) -> metastore::MetaResult<futures::stream::BoxStream<'static, metastore::Notification>>
     {
         self.inner.notifications().await
     }
-    async fn close(&self) -> storage::meta::MetaResult<()> {
+    async fn close(&self) -> metastore::MetaResult<()> {
         self.inner.close().await
     }
 }

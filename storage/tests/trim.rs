@@ -11,8 +11,8 @@ use bytes::Bytes;
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use storage::index::Index;
-use storage::meta::embedded::EmbeddedMetaStore;
-use storage::meta::{MetaOptions, MetaStore};
+use metastore::embedded::EmbeddedMetaStore;
+use metastore::{MetaOptions, MetaStore};
 use storage::{BatchMeta, Storage, StorageConfig, StorageError};
 
 async fn meta(dir: &std::path::Path) -> Arc<dyn MetaStore> {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
-use storage::meta::{Comparison, Expect, MetaError, MetaStore, Notification, PutOptions};
+use metastore::{Comparison, Expect, MetaError, MetaStore, Notification, PutOptions};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 

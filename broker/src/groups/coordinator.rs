@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
-use storage::meta::MetaStore;
+use metastore::MetaStore;
 
 use super::clock::Clock;
 use super::consumer::ConsumerCoordinator;

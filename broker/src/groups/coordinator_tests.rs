@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
-use storage::meta::embedded::EmbeddedMetaStore;
-use storage::meta::MetaOptions;
+use metastore::embedded::EmbeddedMetaStore;
+use metastore::MetaOptions;
 
 use super::clock::ManualClock;
 use super::consumer::group::{ConsumerGroupState, Heartbeat, JOIN_EPOCH, STATIC_LEAVE_EPOCH};

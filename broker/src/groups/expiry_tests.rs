@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use storage::meta::embedded::EmbeddedMetaStore;
-use storage::meta::{MetaOptions, MetaStore};
+use metastore::embedded::EmbeddedMetaStore;
+use metastore::{MetaOptions, MetaStore};
 
 use super::clock::ManualClock;
 use super::consumer::group::{Heartbeat, JOIN_EPOCH, LEAVE_EPOCH};
@@ -398,7 +398,7 @@ async fn an_unreadable_group_record_does_not_stop_expiry() {
         .put(
             &super::keys::group_key("broken"),
             Bytes::from_static(b"not json"),
-            storage::meta::PutOptions::default(),
+            metastore::PutOptions::default(),
         )
         .await
         .unwrap();

@@ -94,7 +94,7 @@ pub fn topic_offsets_range(group_id: &str, topic: &str) -> (String, String) {
 mod tests {
     use super::*;
     use std::cmp::Ordering;
-    use storage::meta::compare_keys;
+    use metastore::compare_keys;
 
     fn in_range(key: &str, (min, max): &(String, String)) -> bool {
         compare_keys(key, min) != Ordering::Less && compare_keys(key, max) == Ordering::Less

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use storage::meta::{Comparison, Expect, MetaStore, PutOptions};
+use metastore::{Comparison, Expect, MetaStore, PutOptions};
 
 use super::keys::{decode_segment, encode_segment};
 use super::store::StoreError;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use storage::meta::{Expect, MetaError, MetaStore, PutOptions};
+use metastore::{Expect, MetaError, MetaStore, PutOptions};
 
 use super::keys;
 use super::records::{decode, GroupRecords};

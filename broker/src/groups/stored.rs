@@ -5,7 +5,7 @@ use std::future::Future;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use storage::meta::MetaError;
+use metastore::MetaError;
 
 use super::consumer::group::ConsumerGroup;
 use super::consumer::store::ConsumerGroupRecord;

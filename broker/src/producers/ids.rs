@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use storage::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
+use metastore::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 use tokio::sync::Mutex;
 
 const NEXT_ID_KEY: &str = "producer-ids/next";

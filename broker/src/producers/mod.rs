@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use storage::meta::MetaStore;
+use metastore::MetaStore;
 use storage::Storage;
 
 pub use ids::{IdAllocator, IdError};

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use storage::meta::MetaStore;
+use metastore::MetaStore;
 use storage::{Storage, StorageError};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use storage::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
+use metastore::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 use storage::stream::producers_key;
 
 use super::state::{BatchView, ProducerView};

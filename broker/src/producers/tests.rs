@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use storage::meta::embedded::EmbeddedMetaStore;
-use storage::meta::{Expect, MetaOptions, MetaStore, PutOptions};
+use metastore::embedded::EmbeddedMetaStore;
+use metastore::{Expect, MetaOptions, MetaStore, PutOptions};
 use storage::stream::{index_range_end, index_range_start, producers_key};
 use storage::{
     BatchMeta, FileType, IndexEntry, ProducerMeta, Storage, StorageConfig, StorageError,

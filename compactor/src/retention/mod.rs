@@ -16,7 +16,7 @@ mod trim;
 use std::sync::Arc;
 
 use storage::index::{Index, LocatedEntry};
-use storage::meta::MetaStore;
+use metastore::MetaStore;
 use storage::topics::{self, TopicDefaults, TopicRecord};
 
 pub use segments::SegmentRules;

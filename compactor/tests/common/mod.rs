@@ -10,7 +10,7 @@ use object_store::path::Path;
 use object_store::ObjectStore;
 use storage::compacted::batch::{decode_batch, encode_batch, split_batches};
 use storage::compacted::{BatchHeader, RecordRow};
-use storage::meta::{EmbeddedMetaStore, MetaOptions, MetaStore};
+use metastore::{EmbeddedMetaStore, MetaOptions, MetaStore};
 use storage::{BatchMeta, FileType, Storage, StorageConfig};
 
 pub const STREAMS: [&str; 2] = ["aa11-0", "bb22-3"];

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use object_store::path::Path;
-use storage::meta::{
+use metastore::{
     Comparison, Expect, MetaError, MetaResult, MetaStore, Notification, PutOptions, PutResult,
     Record,
 };

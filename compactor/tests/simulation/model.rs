@@ -1,7 +1,7 @@
 //! What the simulation promised its clients: every append, its outcome as a client saw it, and
 //! what each stream's bounds were last seen to be.
 
-use storage::meta::MetaError;
+use metastore::MetaError;
 use storage::StorageError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use object_store::ObjectStore;
 use storage::clock::{Clock, TokioClock};
 use storage::compacted::batch::encode_batch;
 use storage::compacted::{BatchHeader, RecordRow};
-use storage::meta::{MemoryStore, MetaOptions, MetaStore};
+use metastore::{MemoryStore, MetaOptions, MetaStore};
 use storage::objects::Intercepted;
 use storage::{BatchMeta, Storage, StorageConfig};
 use tokio::task::JoinHandle;

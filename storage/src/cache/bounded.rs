@@ -72,14 +72,7 @@ impl<K: Hash + Eq + Clone, V: Clone + Weigh> BoundedCache<K, V> {
         inner.map.insert(key, value);
     }
 
-    pub fn remove(&self, key: &K) {
-        let mut inner = self.lock();
-        if let Some(removed) = inner.map.remove(key) {
-            inner.bytes -= removed.weight_bytes();
-            inner.order.retain(|k| k != key);
-        }
-    }
-
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.lock().bytes
     }

@@ -30,7 +30,7 @@ use crate::clock::{self, Clock};
 use crate::config::StorageConfig;
 use crate::error::StorageError;
 use crate::index::{BatchMeta, Index, LocatedEntry, BATCHES_PER_ENTRY_MAX};
-use crate::meta::MetaStore;
+use metastore::MetaStore;
 use crate::stream::validate_stream_id;
 use crate::wal::writer::{CommitListener, WalWriter};
 use state::StreamState;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::error::StorageError;
 use crate::index::{FileType, IndexEntry};
-use crate::meta::{Comparison, Expect, MetaError, MetaStore, PutOptions};
+use metastore::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 use crate::stream;
 
 /// An index entry with the offsets its key assigned.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{ConfigError, TopicConfig, TopicDefaults};
-use crate::meta::{MetaError, MetaStore};
+use metastore::{MetaError, MetaStore};
 
 pub const TOPICS_PREFIX: &str = "topics/";
 /// Upper bound of the `topics/<name>` range in Oxia's slash-aware key order.

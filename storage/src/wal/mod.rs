@@ -2,4 +2,4 @@
 //! from many streams into objects.
 
 pub mod format;
-pub mod writer;
+pub(crate) mod writer;

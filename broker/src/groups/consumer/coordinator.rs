@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
-use storage::meta::{MetaError, MetaStore};
+use metastore::{MetaError, MetaStore};
 
 use super::group::{
     ConsumerGroup, ConsumerGroupState, GroupDescription, Heartbeat, HeartbeatAnswer, Refusal,

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use storage::meta::{Expect, MetaError, MetaStore};
+use metastore::{Expect, MetaError, MetaStore};
 
 use super::reconcile::Reconciliation;
 use super::{Assignment, TopicsMeta};
@@ -130,7 +130,7 @@ mod tests {
     use crate::groups::consumer::TopicMeta;
     use crate::groups::records::decode;
     use std::cmp::Ordering;
-    use storage::meta::compare_keys;
+    use metastore::compare_keys;
     use uuid::Uuid;
 
     #[test]
