@@ -1,5 +1,5 @@
-use storage::compacted::CompactedError;
 use metastore::MetaError;
+use storage::compacted::CompactedError;
 use storage::StorageError;
 
 /// Why a compaction step failed. Every step is safe to replay.

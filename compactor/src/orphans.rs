@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::TryStreamExt;
+use metastore::{MetaError, MetaStore, PutOptions};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
-use metastore::{MetaError, MetaStore, PutOptions};
 use storage::FileType;
 
 use crate::referenced;
@@ -172,8 +172,8 @@ impl OrphanSweeper<'_> {
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
-    use object_store::PutPayload;
     use metastore::{EmbeddedMetaStore, MetaOptions};
+    use object_store::PutPayload;
     use storage::{stream, BatchMeta, IndexEntry};
 
     use super::*;

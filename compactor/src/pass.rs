@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use object_store::ObjectStore;
 use metastore::MetaStore;
+use object_store::ObjectStore;
 
 use crate::clock::{Clock, SystemClock};
 use crate::orphans::OrphanSweeper;

@@ -7,10 +7,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use metastore::{Comparison, MetaStore, PutOptions};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
-use metastore::{Comparison, MetaStore, PutOptions};
 use storage::FileType;
 
 use crate::referenced;

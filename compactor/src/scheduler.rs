@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use futures::StreamExt;
-use object_store::ObjectStore;
 use metastore::MetaStore;
+use object_store::ObjectStore;
 
 use crate::clock::Clock;
 use crate::swap::{Located, StreamCompactor};

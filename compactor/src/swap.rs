@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use metastore::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use storage::compacted::{self, CompactedError, FileWriter, WriterOptions, WrittenMeta};
-use metastore::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 use storage::wal::format;
 use storage::{stream, FileType, IndexEntry};
 

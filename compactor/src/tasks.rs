@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use metastore::{Expect, MetaError, MetaStore, PutOptions};
+use serde::{Deserialize, Serialize};
 
 use crate::{CompactorConfig, CompactorError};
 

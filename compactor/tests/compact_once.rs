@@ -13,12 +13,12 @@ use bytes::Bytes;
 use common::{engine, env, keys, Env, RECORDS_PER_BATCH, STREAMS};
 use compactor::{Compactor, CompactorConfig};
 use futures::stream::BoxStream;
-use storage::compacted::batch::{decode_batch, encode_batch, split_batches};
-use storage::compacted::{BatchHeader, RecordRow};
 use metastore::{
     Comparison, Expect, MetaError, MetaResult, MetaStore, Notification, PutOptions, PutResult,
     Record,
 };
+use storage::compacted::batch::{decode_batch, encode_batch, split_batches};
+use storage::compacted::{BatchHeader, RecordRow};
 use storage::{FileType, Storage};
 
 const APPENDS_PER_STREAM: usize = 30;

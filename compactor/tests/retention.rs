@@ -12,12 +12,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use compactor::{Compactor, CompactorConfig};
 use futures::TryStreamExt;
+use metastore::{EmbeddedMetaStore, MetaOptions, MetaStore, PutOptions};
 use object_store::path::Path;
 use object_store::ObjectStore;
 use storage::compacted::batch::encode_batch;
 use storage::compacted::{BatchHeader, RecordRow};
 use storage::index::Index;
-use metastore::{EmbeddedMetaStore, MetaOptions, MetaStore, PutOptions};
 use storage::topics::{self, TopicRecord};
 use storage::{BatchMeta, FileType, Storage, StorageConfig, StorageError};
 

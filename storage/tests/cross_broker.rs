@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use object_store::memory::InMemory;
-use object_store::ObjectStore;
 use metastore::embedded::EmbeddedMetaStore;
 use metastore::{MetaOptions, MetaStore};
+use object_store::memory::InMemory;
+use object_store::ObjectStore;
 use storage::{BatchMeta, Storage, StorageConfig};
 
 async fn engine(dir: &std::path::Path, objects: Arc<dyn ObjectStore>) -> Arc<Storage> {

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use object_store::local::LocalFileSystem;
-use object_store::memory::InMemory;
-use object_store::ObjectStore;
 use metastore::embedded::EmbeddedMetaStore;
 use metastore::failing::{FailingMetaStore, FaultMode};
 use metastore::{MetaOptions, MetaStore};
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::ObjectStore;
 use storage::objects::{FailingObjectStore, FailureMode, Operation, SlowObjectStore};
 use storage::{BatchMeta, Storage, StorageConfig, StorageError};
 
@@ -459,8 +459,7 @@ impl MetaStore for FailOneStream {
     }
     async fn notifications(
         &self,
-    ) -> metastore::MetaResult<futures::stream::BoxStream<'static, metastore::Notification>>
-    {
+    ) -> metastore::MetaResult<futures::stream::BoxStream<'static, metastore::Notification>> {
         self.inner.notifications().await
     }
     async fn close(&self) -> metastore::MetaResult<()> {

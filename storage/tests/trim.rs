@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use metastore::embedded::EmbeddedMetaStore;
+use metastore::{MetaOptions, MetaStore};
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use storage::index::Index;
-use metastore::embedded::EmbeddedMetaStore;
-use metastore::{MetaOptions, MetaStore};
 use storage::{BatchMeta, Storage, StorageConfig, StorageError};
 
 async fn meta(dir: &std::path::Path) -> Arc<dyn MetaStore> {

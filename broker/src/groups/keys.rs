@@ -93,8 +93,8 @@ pub fn topic_offsets_range(group_id: &str, topic: &str) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cmp::Ordering;
     use metastore::compare_keys;
+    use std::cmp::Ordering;
 
     fn in_range(key: &str, (min, max): &(String, String)) -> bool {
         compare_keys(key, min) != Ordering::Less && compare_keys(key, max) == Ordering::Less

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use metastore::{Comparison, Expect, MetaStore, PutOptions};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use metastore::{Comparison, Expect, MetaStore, PutOptions};
 
 use super::keys::{decode_segment, encode_segment};
 use super::store::StoreError;

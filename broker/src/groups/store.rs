@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use metastore::{Expect, MetaError, MetaStore, PutOptions};
+use serde::{Deserialize, Serialize};
 
 use super::keys;
 use super::records::{decode, GroupRecords};

@@ -3,9 +3,9 @@
 
 use std::future::Future;
 
+use metastore::MetaError;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use metastore::MetaError;
 
 use super::consumer::group::ConsumerGroup;
 use super::consumer::store::ConsumerGroupRecord;

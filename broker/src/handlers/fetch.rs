@@ -36,6 +36,40 @@ impl PartitionResult {
 }
 
 pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> FetchResponse {
+    let plan = match plan(broker, version, &request) {
+        Ok(plan) => plan,
+        Err(error) => {
+            return FetchResponse::default()
+                .with_error_code(error.code())
+                .with_session_id(0)
+        }
+    };
+    let limits = Limits {
+        max_bytes: if version >= 3 {
+            request.max_bytes.max(0) as usize
+        } else {
+            usize::MAX
+        },
+        min_bytes: request.min_bytes.max(0) as usize,
+        wait: Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_MS_CAP) as u64),
+    };
+    let results = long_poll(broker, &plan, limits).await;
+    let read_committed = request.isolation_level == 1;
+    FetchResponse::default()
+        .with_session_id(plan.session_id)
+        .with_responses(respond(broker, &plan, results, read_committed))
+}
+
+/// What one Fetch may return and how long it may wait for it.
+#[derive(Clone, Copy)]
+struct Limits {
+    max_bytes: usize,
+    min_bytes: usize,
+    wait: Duration,
+}
+
+/// The partitions to read: those named, or (v7+) the incremental session's.
+fn plan(broker: &Broker, version: i16, request: &FetchRequest) -> Result<Plan, ResponseError> {
     let requested: Vec<FetchTarget> = request
         .topics
         .iter()
@@ -48,45 +82,34 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -
             })
         })
         .collect();
+    if version < 7 {
+        return Ok(Plan {
+            session_id: 0,
+            incremental: false,
+            targets: requested,
+        });
+    }
     let forgotten: Vec<(String, i32)> = request
         .forgotten_topics_data
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| (t.topic.0.to_string(), *p)))
         .collect();
-    let plan = if version >= 7 {
-        match broker.fetch_sessions.resolve(
-            request.session_id,
-            request.session_epoch,
-            requested,
-            &forgotten,
-        ) {
-            Ok(plan) => plan,
-            Err(error) => {
-                return FetchResponse::default()
-                    .with_error_code(error.code())
-                    .with_session_id(0)
-            }
-        }
-    } else {
-        Plan {
-            session_id: 0,
-            incremental: false,
-            targets: requested,
-        }
-    };
+    broker.fetch_sessions.resolve(
+        request.session_id,
+        request.session_epoch,
+        requested,
+        &forgotten,
+    )
+}
 
-    let max_bytes = if version >= 3 {
-        request.max_bytes.max(0) as usize
-    } else {
-        usize::MAX
-    };
-    let min_bytes = request.min_bytes.max(0) as usize;
-    let wait = Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_MS_CAP) as u64);
-    let deadline = Instant::now() + wait;
-    let results = loop {
+/// Reads the targets; at the end of the log, waits for a commit to one of them until
+/// `min_bytes` arrived or the wait is over.
+async fn long_poll(broker: &Broker, plan: &Plan, limits: Limits) -> Vec<PartitionResult> {
+    let deadline = Instant::now() + limits.wait;
+    loop {
         // Subscribe before reading so a commit between the read and the wait still wakes us.
         let mut watches = Vec::new();
-        if !wait.is_zero() {
+        if !limits.wait.is_zero() {
             for target in &plan.targets {
                 if let Some(stream) = stream_of(broker, target) {
                     if let Ok(watch) = broker.storage.watch(&stream).await {
@@ -95,64 +118,81 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -
                 }
             }
         }
-        let results = read_targets(broker, &plan.targets, max_bytes).await;
+        let results = read_targets(broker, &plan.targets, limits.max_bytes).await;
         let bytes: usize = results.iter().map(PartitionResult::bytes).sum();
         let has_error = results.iter().any(|r| r.error.is_some());
-        if bytes >= min_bytes || has_error || Instant::now() >= deadline {
-            break results;
+        if bytes >= limits.min_bytes || has_error || Instant::now() >= deadline {
+            return results;
         }
         if watches.is_empty() {
             tokio::time::sleep_until(deadline).await;
-            break read_targets(broker, &plan.targets, max_bytes).await;
+            return read_targets(broker, &plan.targets, limits.max_bytes).await;
         }
         let changed = select_all(watches.iter_mut().map(|w| Box::pin(w.changed())));
         if tokio::time::timeout_at(deadline, changed).await.is_err() {
-            break read_targets(broker, &plan.targets, max_bytes).await;
+            return read_targets(broker, &plan.targets, limits.max_bytes).await;
         }
-    };
+    }
+}
 
-    let read_committed = request.isolation_level == 1;
+/// The response's topics, leaving out what an incremental session already reported.
+fn respond(
+    broker: &Broker,
+    plan: &Plan,
+    results: Vec<PartitionResult>,
+    read_committed: bool,
+) -> Vec<FetchableTopicResponse> {
     let mut topics: Vec<FetchableTopicResponse> = Vec::new();
     for result in results {
-        let has_news = result.records.is_some() || result.error.is_some();
-        if plan.session_id != 0 {
-            let now = Reported {
-                high_watermark: result.high_watermark,
-                log_start_offset: result.log_start_offset,
-            };
-            let report = broker.fetch_sessions.should_report(
-                plan.session_id,
-                &result.target.topic,
-                result.target.partition,
-                now,
-                has_news,
-            );
-            if plan.incremental && !report {
-                continue;
-            }
+        if !session_reports(broker, plan, &result) {
+            continue;
         }
-        let partition = PartitionData::default()
-            .with_partition_index(result.target.partition)
-            .with_error_code(result.error.map_or(0, |e| e.code()))
-            .with_high_watermark(result.high_watermark)
-            .with_last_stable_offset(result.high_watermark)
-            .with_log_start_offset(result.log_start_offset)
-            .with_aborted_transactions(read_committed.then(Vec::new))
-            .with_preferred_read_replica(BrokerId(-1))
-            // Never null: librdkafka 2.0 rejects a null record set (size -1); Kafka sends empty.
-            .with_records(Some(result.records.unwrap_or_default()));
+        let topic = result.target.topic.clone();
+        let partition = partition_data(result, read_committed);
         match topics.last_mut() {
-            Some(t) if t.topic.0.as_str() == result.target.topic => t.partitions.push(partition),
+            Some(t) if t.topic.0.as_str() == topic => t.partitions.push(partition),
             _ => topics.push(
                 FetchableTopicResponse::default()
-                    .with_topic(topic_name(&result.target.topic))
+                    .with_topic(topic_name(&topic))
                     .with_partitions(vec![partition]),
             ),
         }
     }
-    FetchResponse::default()
-        .with_session_id(plan.session_id)
-        .with_responses(topics)
+    topics
+}
+
+/// Whether the partition goes into the response: always without a session or in a full
+/// fetch; in an incremental one only when something changed since it was last reported.
+fn session_reports(broker: &Broker, plan: &Plan, result: &PartitionResult) -> bool {
+    if plan.session_id == 0 {
+        return true;
+    }
+    let now = Reported {
+        high_watermark: result.high_watermark,
+        log_start_offset: result.log_start_offset,
+    };
+    let has_news = result.records.is_some() || result.error.is_some();
+    let report = broker.fetch_sessions.should_report(
+        plan.session_id,
+        &result.target.topic,
+        result.target.partition,
+        now,
+        has_news,
+    );
+    report || !plan.incremental
+}
+
+fn partition_data(result: PartitionResult, read_committed: bool) -> PartitionData {
+    PartitionData::default()
+        .with_partition_index(result.target.partition)
+        .with_error_code(result.error.map_or(0, |e| e.code()))
+        .with_high_watermark(result.high_watermark)
+        .with_last_stable_offset(result.high_watermark)
+        .with_log_start_offset(result.log_start_offset)
+        .with_aborted_transactions(read_committed.then(Vec::new))
+        .with_preferred_read_replica(BrokerId(-1))
+        // Never null: librdkafka 2.0 rejects a null record set (size -1); Kafka sends empty.
+        .with_records(Some(result.records.unwrap_or_default()))
 }
 
 fn stream_of(broker: &Broker, target: &FetchTarget) -> Option<String> {

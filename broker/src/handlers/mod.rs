@@ -56,7 +56,6 @@ pub async fn handle(
     produce_ticket: Option<Ticket>,
     peer: SocketAddr,
 ) -> Result<Option<ResponseKind>, HandlerError> {
-    let version = request.version();
     let context = RequestContext::new(&request.header, peer);
     let placement = broker.membership.placement();
     if let Some(refused) =
@@ -64,100 +63,168 @@ pub async fn handle(
     {
         return Ok(Some(refused));
     }
-    let response = match request.body {
-        RequestKind::Produce(r) => {
-            let ticket = produce_ticket.unwrap_or_else(|| Sequencer::default().ticket());
-            let (r, refused) = crate::cluster::produce_guard::split(
-                &placement,
-                broker.node.broker_id,
-                client_zone(&request.header),
-                r,
-            );
-            match produce::handle(broker, r, ticket).await {
-                Some(response) => {
-                    ResponseKind::Produce(crate::cluster::produce_guard::merge(response, refused))
-                }
-                None => return Ok(None),
-            }
-        }
-        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, version, r).await),
-        RequestKind::ListOffsets(r) => {
-            ResponseKind::ListOffsets(list_offsets::handle(broker, version, r).await)
-        }
-        RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(version, &r)),
-        RequestKind::Metadata(r) => ResponseKind::Metadata(
-            metadata::handle(broker, version, client_zone(&request.header), r).await,
-        ),
-        RequestKind::CreateTopics(r) => {
-            ResponseKind::CreateTopics(create_topics::handle(broker, &context, version, r).await)
-        }
-        RequestKind::DeleteTopics(r) => {
-            ResponseKind::DeleteTopics(delete_topics::handle(broker, version, r).await)
-        }
-        RequestKind::CreatePartitions(r) => {
-            ResponseKind::CreatePartitions(create_partitions::handle(broker, &context, r).await)
-        }
-        RequestKind::DescribeConfigs(r) => {
-            ResponseKind::DescribeConfigs(configs::describe(broker, version, r).await)
-        }
-        RequestKind::AlterConfigs(r) => {
-            ResponseKind::AlterConfigs(configs::alter(broker, &context, r).await)
-        }
-        RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
-            configs::incremental_alter(broker, &context, r).await,
-        ),
-        RequestKind::DescribeCluster(r) => {
-            ResponseKind::DescribeCluster(describe_cluster::handle(broker, r))
-        }
-        RequestKind::FindCoordinator(r) => {
-            ResponseKind::FindCoordinator(find_coordinator::handle(broker, version, r))
-        }
-        RequestKind::JoinGroup(r) => {
-            ResponseKind::JoinGroup(join_group::handle(broker, version, &request.header, r).await)
-        }
-        RequestKind::SyncGroup(r) => {
-            ResponseKind::SyncGroup(sync_group::handle(broker, version, r).await)
-        }
-        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(broker, r).await),
-        RequestKind::LeaveGroup(r) => {
-            ResponseKind::LeaveGroup(leave_group::handle(broker, version, r).await)
-        }
-        RequestKind::OffsetCommit(r) => {
-            ResponseKind::OffsetCommit(offset_commit::handle(broker, version, r).await)
-        }
-        RequestKind::OffsetFetch(r) => {
-            ResponseKind::OffsetFetch(offset_fetch::handle(broker, version, r).await)
-        }
-        RequestKind::DescribeGroups(r) => {
-            ResponseKind::DescribeGroups(describe_groups::handle(broker, version, r).await)
-        }
-        RequestKind::ListGroups(r) => {
-            ResponseKind::ListGroups(list_groups::handle(broker, version, r).await)
-        }
-        RequestKind::DeleteGroups(r) => {
-            ResponseKind::DeleteGroups(delete_groups::handle(broker, r).await)
-        }
-        RequestKind::InitProducerId(r) => {
-            ResponseKind::InitProducerId(init_producer_id::handle(broker, r).await)
-        }
-        RequestKind::OffsetDelete(r) => {
-            ResponseKind::OffsetDelete(offset_delete::handle(broker, r).await)
-        }
-        RequestKind::ConsumerGroupHeartbeat(r) => {
-            let client_id = request.header.client_id.as_deref();
-            ResponseKind::ConsumerGroupHeartbeat(
-                consumer_group_heartbeat::handle(broker, client_id, r).await,
-            )
-        }
-        RequestKind::ConsumerGroupDescribe(r) => ResponseKind::ConsumerGroupDescribe(
-            consumer_group_describe::handle(broker, version, r).await,
-        ),
-        RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(
-            delete_records::handle(broker, &context, client_zone(&request.header), r).await,
-        ),
-        _ => return Err(HandlerError::NoHandler(request.api_key)),
+    let Request {
+        api_key,
+        header,
+        body,
+    } = request;
+    let call = Call {
+        broker,
+        version: header.request_api_version,
+        header: &header,
+        context: &context,
     };
-    Ok(Some(response))
+    let body = match body {
+        RequestKind::Produce(r) => return Ok(call.produce(r, produce_ticket, &placement).await),
+        other => other,
+    };
+    let body = match call.data(body).await {
+        Ok(response) => return Ok(Some(response)),
+        Err(body) => body,
+    };
+    let body = match call.groups(body).await {
+        Ok(response) => return Ok(Some(response)),
+        Err(body) => body,
+    };
+    match call.admin(body).await {
+        Ok(response) => Ok(Some(response)),
+        Err(_) => Err(HandlerError::NoHandler(api_key)),
+    }
+}
+
+/// What every handler may need of the request it serves.
+struct Call<'a> {
+    broker: &'a Arc<Broker>,
+    version: i16,
+    header: &'a kafka_protocol::messages::RequestHeader,
+    context: &'a RequestContext,
+}
+
+/// Each family of APIs answers the requests it serves and hands any other back.
+type Served = Result<ResponseKind, RequestKind>;
+
+impl Call<'_> {
+    async fn produce(
+        &self,
+        request: kafka_protocol::messages::ProduceRequest,
+        ticket: Option<Ticket>,
+        placement: &crate::cluster::Placement,
+    ) -> Option<ResponseKind> {
+        let ticket = ticket.unwrap_or_else(|| Sequencer::default().ticket());
+        let (request, refused) = crate::cluster::produce_guard::split(
+            placement,
+            self.broker.node.broker_id,
+            client_zone(self.header),
+            request,
+        );
+        let response = produce::handle(self.broker, request, ticket).await?;
+        Some(ResponseKind::Produce(crate::cluster::produce_guard::merge(
+            response, refused,
+        )))
+    }
+
+    /// Reading the log, and what a client asks before it reads or writes.
+    async fn data(&self, body: RequestKind) -> Served {
+        let (broker, version) = (self.broker, self.version);
+        Ok(match body {
+            RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, version, r).await),
+            RequestKind::ListOffsets(r) => {
+                ResponseKind::ListOffsets(list_offsets::handle(broker, version, r).await)
+            }
+            RequestKind::ApiVersions(r) => {
+                ResponseKind::ApiVersions(api_versions::handle(version, &r))
+            }
+            RequestKind::Metadata(r) => ResponseKind::Metadata(
+                metadata::handle(broker, version, client_zone(self.header), r).await,
+            ),
+            RequestKind::DescribeCluster(r) => {
+                ResponseKind::DescribeCluster(describe_cluster::handle(broker, r))
+            }
+            RequestKind::FindCoordinator(r) => {
+                ResponseKind::FindCoordinator(find_coordinator::handle(broker, version, r))
+            }
+            RequestKind::InitProducerId(r) => {
+                ResponseKind::InitProducerId(init_producer_id::handle(broker, r).await)
+            }
+            other => return Err(other),
+        })
+    }
+
+    /// Consumer groups of both protocols and their committed offsets.
+    async fn groups(&self, body: RequestKind) -> Served {
+        let (broker, version) = (self.broker, self.version);
+        Ok(match body {
+            RequestKind::JoinGroup(r) => {
+                ResponseKind::JoinGroup(join_group::handle(broker, version, self.header, r).await)
+            }
+            RequestKind::SyncGroup(r) => {
+                ResponseKind::SyncGroup(sync_group::handle(broker, version, r).await)
+            }
+            RequestKind::Heartbeat(r) => {
+                ResponseKind::Heartbeat(heartbeat::handle(broker, r).await)
+            }
+            RequestKind::LeaveGroup(r) => {
+                ResponseKind::LeaveGroup(leave_group::handle(broker, version, r).await)
+            }
+            RequestKind::OffsetCommit(r) => {
+                ResponseKind::OffsetCommit(offset_commit::handle(broker, version, r).await)
+            }
+            RequestKind::OffsetFetch(r) => {
+                ResponseKind::OffsetFetch(offset_fetch::handle(broker, version, r).await)
+            }
+            RequestKind::DescribeGroups(r) => {
+                ResponseKind::DescribeGroups(describe_groups::handle(broker, version, r).await)
+            }
+            RequestKind::ListGroups(r) => {
+                ResponseKind::ListGroups(list_groups::handle(broker, version, r).await)
+            }
+            RequestKind::DeleteGroups(r) => {
+                ResponseKind::DeleteGroups(delete_groups::handle(broker, r).await)
+            }
+            RequestKind::OffsetDelete(r) => {
+                ResponseKind::OffsetDelete(offset_delete::handle(broker, r).await)
+            }
+            RequestKind::ConsumerGroupHeartbeat(r) => {
+                let client_id = self.header.client_id.as_deref();
+                ResponseKind::ConsumerGroupHeartbeat(
+                    consumer_group_heartbeat::handle(broker, client_id, r).await,
+                )
+            }
+            RequestKind::ConsumerGroupDescribe(r) => ResponseKind::ConsumerGroupDescribe(
+                consumer_group_describe::handle(broker, version, r).await,
+            ),
+            other => return Err(other),
+        })
+    }
+
+    /// Topics, partitions, configs and records as administered.
+    async fn admin(&self, body: RequestKind) -> Served {
+        let (broker, version, context) = (self.broker, self.version, self.context);
+        Ok(match body {
+            RequestKind::CreateTopics(r) => {
+                ResponseKind::CreateTopics(create_topics::handle(broker, context, version, r).await)
+            }
+            RequestKind::DeleteTopics(r) => {
+                ResponseKind::DeleteTopics(delete_topics::handle(broker, version, r).await)
+            }
+            RequestKind::CreatePartitions(r) => {
+                ResponseKind::CreatePartitions(create_partitions::handle(broker, context, r).await)
+            }
+            RequestKind::DescribeConfigs(r) => {
+                ResponseKind::DescribeConfigs(configs::describe(broker, version, r).await)
+            }
+            RequestKind::AlterConfigs(r) => {
+                ResponseKind::AlterConfigs(configs::alter(broker, context, r).await)
+            }
+            RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
+                configs::incremental_alter(broker, context, r).await,
+            ),
+            RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(
+                delete_records::handle(broker, context, client_zone(self.header), r).await,
+            ),
+            other => return Err(other),
+        })
+    }
 }
 
 /// The zone a client announces in its `client.id` (see `cluster::placement`).

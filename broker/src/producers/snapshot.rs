@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use metastore::{Comparison, Expect, MetaError, MetaStore, PutOptions};
+use serde::{Deserialize, Serialize};
 use storage::stream::producers_key;
 
 use super::state::{BatchView, ProducerView};

@@ -15,8 +15,8 @@ mod trim;
 
 use std::sync::Arc;
 
-use storage::index::{Index, LocatedEntry};
 use metastore::MetaStore;
+use storage::index::{Index, LocatedEntry};
 use storage::topics::{self, TopicDefaults, TopicRecord};
 
 pub use segments::SegmentRules;

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::TryStreamExt;
+use metastore::{EmbeddedMetaStore, MetaOptions, MetaStore};
 use object_store::path::Path;
 use object_store::ObjectStore;
 use storage::compacted::batch::{decode_batch, encode_batch, split_batches};
 use storage::compacted::{BatchHeader, RecordRow};
-use metastore::{EmbeddedMetaStore, MetaOptions, MetaStore};
 use storage::{BatchMeta, FileType, Storage, StorageConfig};
 
 pub const STREAMS: [&str; 2] = ["aa11-0", "bb22-3"];

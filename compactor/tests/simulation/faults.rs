@@ -10,11 +10,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use object_store::path::Path;
 use metastore::{
     Comparison, Expect, MetaError, MetaResult, MetaStore, Notification, PutOptions, PutResult,
     Record,
 };
+use object_store::path::Path;
 use storage::objects::{injected, Call, Interceptor, Operation};
 
 use super::rng::Rng;

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use compactor::{Compactor, CompactorConfig};
+use metastore::{MemoryStore, MetaOptions, MetaStore};
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use storage::clock::{Clock, TokioClock};
 use storage::compacted::batch::encode_batch;
 use storage::compacted::{BatchHeader, RecordRow};
-use metastore::{MemoryStore, MetaOptions, MetaStore};
 use storage::objects::Intercepted;
 use storage::{BatchMeta, Storage, StorageConfig};
 use tokio::task::JoinHandle;

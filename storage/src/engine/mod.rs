@@ -30,9 +30,9 @@ use crate::clock::{self, Clock};
 use crate::config::StorageConfig;
 use crate::error::StorageError;
 use crate::index::{BatchMeta, Index, LocatedEntry, BATCHES_PER_ENTRY_MAX};
-use metastore::MetaStore;
 use crate::stream::validate_stream_id;
 use crate::wal::writer::{CommitListener, WalWriter};
+use metastore::MetaStore;
 use state::StreamState;
 use streams::Streams;
 

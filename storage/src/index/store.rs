@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use crate::error::StorageError;
 use crate::index::{FileType, IndexEntry};
-use metastore::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 use crate::stream;
+use metastore::{Comparison, Expect, MetaError, MetaStore, PutOptions};
 
 /// An index entry with the offsets its key assigned.
 #[derive(Clone, Debug)]

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use metastore::{Expect, MetaError, MetaStore};
+use serde::{Deserialize, Serialize};
 
 use super::reconcile::Reconciliation;
 use super::{Assignment, TopicsMeta};
@@ -129,8 +129,8 @@ mod tests {
     use super::*;
     use crate::groups::consumer::TopicMeta;
     use crate::groups::records::decode;
-    use std::cmp::Ordering;
     use metastore::compare_keys;
+    use std::cmp::Ordering;
     use uuid::Uuid;
 
     #[test]
