@@ -10,12 +10,12 @@ use bytes::Bytes;
 use common::{engine, env, keys, Env, RECORDS_PER_BATCH, STREAMS};
 use compactor::{Compactor, CompactorConfig};
 use futures::stream::BoxStream;
-use storage::compacted::batch::{decode_batch, encode_batch, split_batches};
 use storage::compacted::{BatchHeader, RecordRow};
 use storage::meta::{
     Comparison, Expect, MetaError, MetaResult, MetaStore, Notification, PutOptions, PutResult,
     Record,
 };
+use storage::record_batch::{decode_batch, encode_batch, split_batches};
 use storage::{FileType, Storage};
 
 const APPENDS_PER_STREAM: usize = 30;

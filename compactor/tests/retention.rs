@@ -11,10 +11,10 @@ use compactor::{Compactor, CompactorConfig};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
-use storage::compacted::batch::encode_batch;
 use storage::compacted::{BatchHeader, RecordRow};
 use storage::index::Index;
 use storage::meta::{EmbeddedMetaStore, MetaOptions, MetaStore, PutOptions};
+use storage::record_batch::encode_batch;
 use storage::topics::{self, TopicRecord};
 use storage::{BatchMeta, FileType, Storage, StorageConfig, StorageError};
 

@@ -73,7 +73,7 @@ pub async fn handle(
                 client_zone(&request.header),
                 r,
             );
-            match produce::handle(broker, r, ticket).await {
+            match produce::handle(broker, version, r, ticket).await {
                 Some(response) => {
                     ResponseKind::Produce(crate::cluster::produce_guard::merge(response, refused))
                 }

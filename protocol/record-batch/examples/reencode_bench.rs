@@ -2,7 +2,7 @@
 //! another, against the CRC pass every produce pays anyway and the header stamp of
 //! `message.timestamp.type=LogAppendTime`. One thread; MiB/s of uncompressed record bytes.
 //!
-//!     cargo run --release -p storage --example reencode_bench [-- BATCH_KIB...]
+//!     cargo run --release -p record-batch --example reencode_bench [-- BATCH_KIB...]
 //!
 //! Records are 1 KiB of JSON-like text (a few fields, random numbers: about 3x compressible
 //! with lz4), batches of 16 KiB (librdkafka's and Java's defaults) and 1 MiB (a tuned producer).
@@ -10,10 +10,9 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use storage::compacted::batch::encode_batch;
-use storage::compacted::{BatchHeader, RecordRow};
-use storage::record_batch::{
-    record_timestamps, reencode, stamp_log_append_time, DECOMPRESSED_BYTES_MAX,
+use record_batch::rewrite::{record_timestamps, reencode};
+use record_batch::{
+    encode_batch, stamp_log_append_time, BatchHeader, RecordRow, DECOMPRESSED_BYTES_MAX,
 };
 
 const RECORD_BYTES: usize = 1024;
