@@ -60,10 +60,9 @@ pub(crate) struct BytesInput(pub Bytes);
 impl Input for BytesInput {
     type Field = Bytes;
     fn byte(&mut self) -> Result<u8, RecordBatchError> {
-        SliceInput(&self.0).byte().map(|b| {
-            let _ = self.0.split_to(1);
-            b
-        })
+        let b = SliceInput(&self.0).byte()?;
+        let _ = self.0.split_to(1);
+        Ok(b)
     }
     fn varlong(&mut self) -> Result<(i64, usize), RecordBatchError> {
         let found = decode_varlong(&self.0)?;
