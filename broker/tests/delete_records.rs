@@ -37,7 +37,9 @@ fn batch(first: i64) -> Bytes {
             partition_leader_epoch: -1,
             producer_id: -1,
             producer_epoch: -1,
-            sequence: -1,
+            // kafka-protocol's encoder starts a new batch whenever offset minus sequence
+            // changes; a partition's records must be one batch (base sequence -1 here).
+            sequence: i as i32 - 1,
             timestamp_type: TimestampType::Creation,
             offset: i,
             timestamp: now_ms,

@@ -19,9 +19,9 @@ use kafka_protocol::records::{Record, TimestampType};
 
 const TOPIC: &str = "trimmed-by-time";
 
-/// Three records at `t0`, `t0 + 1`, `t0 + 2`, each in a batch of its own (the encoder splits
-/// records whose `offset - sequence` differ), in one record set: one index entry.
-fn three_batches(t0: i64) -> Bytes {
+/// Three records at `t0`, `t0 + 1`, `t0 + 2` in one batch (the encoder keeps records together
+/// while `offset - sequence` stays the same).
+fn three_records(t0: i64) -> Bytes {
     let records: Vec<Record> = (0..3)
         .map(|i| Record {
             transactional: false,
@@ -30,7 +30,7 @@ fn three_batches(t0: i64) -> Bytes {
             partition_leader_epoch: -1,
             producer_id: -1,
             producer_epoch: -1,
-            sequence: -1,
+            sequence: i as i32,
             timestamp_type: TimestampType::Creation,
             offset: i,
             timestamp: t0 + i,
@@ -75,7 +75,7 @@ async fn a_time_before_the_log_start_finds_the_first_record_kept() {
             .with_name(name(TOPIC))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(0)
-                .with_records(Some(three_batches(t0)))])]);
+                .with_records(Some(three_records(t0)))])]);
     let response = expect_kind!(client.call(ApiKey::Produce, 9, produce).await, Produce);
     assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
     assert_eq!(offset_for_time(&mut client, t0).await, (0, 0));

@@ -17,8 +17,8 @@ use metastore::{
     Comparison, Expect, MetaError, MetaResult, MetaStore, Notification, PutOptions, PutResult,
     Record,
 };
-use storage::compacted::batch::{decode_batch, encode_batch, split_batches};
 use storage::compacted::{BatchHeader, RecordRow};
+use storage::record_batch::{decode_batch, encode_batch, split_batches};
 use storage::{FileType, Storage};
 
 const APPENDS_PER_STREAM: usize = 30;

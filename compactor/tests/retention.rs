@@ -15,9 +15,9 @@ use futures::TryStreamExt;
 use metastore::{EmbeddedMetaStore, MetaOptions, MetaStore, PutOptions};
 use object_store::path::Path;
 use object_store::ObjectStore;
-use storage::compacted::batch::encode_batch;
 use storage::compacted::{BatchHeader, RecordRow};
 use storage::index::Index;
+use storage::record_batch::encode_batch;
 use storage::topics::{self, TopicRecord};
 use storage::{BatchMeta, FileType, Storage, StorageConfig, StorageError};
 

@@ -23,9 +23,9 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result, UploadPart,
 };
-use storage::compacted::batch::encode_batch;
 use storage::compacted::{BatchHeader, RecordRow};
 use storage::objects::{open, open_with, OpenOptions};
+use storage::record_batch::encode_batch;
 use storage::{BatchMeta, FileType, Storage};
 
 const STREAM: &str = STREAMS[0];

@@ -1,7 +1,6 @@
 //! Kafka wire protocol: framing, request/response codecs on `kafka-protocol`, the table of API
-//! versions we serve, and magic-2 record batch validation.
+//! versions we serve. The record-batch format is the `record-batch` crate beside this one.
 
-pub mod batch;
 pub mod codec;
 pub mod frame;
 pub mod versions;

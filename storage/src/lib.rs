@@ -12,11 +12,13 @@ mod engine;
 mod error;
 pub mod index;
 pub mod objects;
-pub mod record_batch;
 pub mod settings;
 pub mod stream;
 pub mod topics;
 pub mod wal;
+
+/// The Kafka record-batch format, for callers that hand storage Kafka payloads.
+pub use record_batch;
 
 pub use config::StorageConfig;
 pub use engine::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, Storage, StreamBounds};

@@ -5,8 +5,11 @@ import socket
 import struct
 
 import pytest
+import zstandard
 
 import wire
+
+INVALID_RECORD, CORRUPT_MESSAGE = 87, 2
 
 CLOSE_WAIT_S = 10
 ROUNDS_FOR_RSS = 300
@@ -95,3 +98,72 @@ def test_rss_stays_bounded_under_repeated_bad_input(broker, target):
     limit = (256 if target == "kafka" else 32) << 20
     assert growth < limit, f"RSS grew by {growth >> 20} MiB over {ROUNDS_FOR_RSS} bad connections"
     assert wire.api_versions_ok(broker.bootstrap)
+
+
+def produce(broker, topic: str, records: bytes, correlation_id: int = 31) -> int:
+    """Partition 0's error code for one Produce v8 carrying `records`."""
+    with wire.connect(broker.bootstrap, timeout_s=60) as s:
+        s.sendall(wire.produce_request(topic, records, correlation_id))
+        resp = wire.read_frame(s)
+    assert resp is not None and struct.unpack_from(">i", resp)[0] == correlation_id
+    return wire.produce_error_code(resp)
+
+
+def zstd(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor(level=3).compress(data)
+
+
+def zstd_zeros(total: int) -> bytes:
+    """`total` zero bytes through zstd, streamed: a few bytes per 128 KiB block."""
+    c = zstandard.ZstdCompressor(level=3).compressobj()
+    chunk = b"\0" * (1 << 20)
+    return b"".join(c.compress(chunk) for _ in range(total >> 20)) + c.flush()
+
+
+def latest_offset(broker, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "e2e-bad-input"})
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
+    finally:
+        c.close()
+
+
+R0, R1 = wire.record(b"v0", 0), wire.record(b"v1", 1)
+BAD_BATCHES = {
+    # A header promising more records than the batch holds (the 2^31-1 record batch).
+    "count_above_records": (wire.batch(R0, 0x7FFFFFFF), INVALID_RECORD),
+    "count_above_records_zstd": (wire.batch(R0, 2, codec=4, compress=zstd), INVALID_RECORD),
+    "count_below_records": (wire.batch(R0 + R1, 1), INVALID_RECORD),
+    "two_batches": (wire.batch(R0, 1) + wire.batch(R0, 1), INVALID_RECORD),
+    "truncated_record": (wire.batch(R0 + R1[:-2], 2), INVALID_RECORD),
+    "record_longer_than_batch": (wire.batch(wire.varint(100) + R0[1:], 1), INVALID_RECORD),
+    "truncated_batch": (wire.batch(R0 + R1, 2)[:-3], INVALID_RECORD),
+    "bad_crc": (wire.record_batch(b"x", corrupt_crc=True), CORRUPT_MESSAGE),
+    # 2 GiB of zeros in ~64 KiB of zstd: its first record is malformed.
+    "zstd_bomb": (wire.batch(zstd_zeros(2 << 30), 1, codec=4), INVALID_RECORD),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BATCHES))
+def test_a_malformed_batch_is_refused_whole_with_kafkas_code(broker, new_topic, case):
+    records, code = BAD_BATCHES[case]
+    topic = new_topic()
+    assert produce(broker, topic, wire.batch(R0, 1)) == 0
+    before = broker.rss_bytes()
+    assert produce(broker, topic, records) == code
+    # Nothing of it was stored: the next batch lands right after the first.
+    assert produce(broker, topic, wire.batch(R0, 1)) == 0
+    assert latest_offset(broker, topic) == 2
+    growth = broker.rss_bytes() - before
+    assert growth < 256 << 20, f"RSS grew by {growth >> 20} MiB"
+    assert wire.api_versions_ok(broker.bootstrap)
+
+
+def test_offset_deltas_a_producer_numbered_wrong_are_accepted(broker, new_topic):
+    """Kafka does not refuse them (it rebuilds compressed batches; we renumber any batch)."""
+    topic = new_topic()
+    records = wire.record(b"a", 0) + wire.record(b"b", 5) + wire.record(b"c", 1)
+    assert produce(broker, topic, wire.batch(records, 3)) == 0
+    assert produce(broker, topic, wire.batch(R0, 1)) == 0
+    assert latest_offset(broker, topic) == 4

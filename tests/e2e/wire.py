@@ -62,6 +62,22 @@ def record_batch(value: bytes, corrupt_crc: bool = False) -> bytes:
     return struct.pack(">qi", 0, len(after_length)) + after_length
 
 
+def record(value: bytes, offset_delta: int) -> bytes:
+    """One magic-2 record with a null key and no headers."""
+    body = bytes([0]) + varint(0) + varint(offset_delta) + varint(-1) + varint(len(value)) + value + varint(0)
+    return varint(len(body)) + body
+
+
+def batch(records: bytes, count: int, codec: int = 0, compress=None) -> bytes:
+    """A magic-2 batch declaring `count` records (last offset delta `count - 1`) over `records`,
+    compressed by `compress` (a function) under the codec bits `codec`, with a valid CRC."""
+    now = int(time.time() * 1000)
+    payload = compress(records) if compress else records
+    after_crc = struct.pack(">hiqqqhii", codec, count - 1, now, now, -1, -1, -1, count) + payload
+    after_length = struct.pack(">ibI", -1, 2, crc32c(after_crc)) + after_crc
+    return struct.pack(">qi", 0, len(after_length)) + after_length
+
+
 def produce_request(topic: str, batch: bytes, correlation_id: int) -> bytes:
     """Produce v8: no transactional id, acks=-1, one topic, partition 0."""
     body = struct.pack(">hhi", -1, -1, 10_000) + struct.pack(">i", 1) + string(topic)

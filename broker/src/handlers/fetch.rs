@@ -9,7 +9,7 @@ use futures::future::select_all;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
 use kafka_protocol::ResponseError;
-use protocol::batch::set_base_offset;
+use record_batch::set_base_offset;
 use storage::{ReadChunk, StorageError};
 use tokio::time::Instant;
 

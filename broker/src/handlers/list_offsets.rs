@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafka_protocol::ResponseError;
-use protocol::batch::{decode_records, set_base_offset, validate_batches};
+use record_batch::rewrite::record_timestamps;
+use record_batch::DECOMPRESSED_BYTES_MAX;
 use storage::{ReadChunk, StreamBounds};
 
 use crate::context::Broker;
@@ -117,29 +117,22 @@ async fn lookup(
     }
 }
 
-/// Decodes the one batch the index pointed at and finds the first record with a timestamp at
+/// Reads the one batch the index pointed at and finds the first record with a timestamp at
 /// or after `at` that is still inside the log. In a log-append-time batch every record has the
-/// batch's max timestamp (its records keep the producer's, which consumers ignore too).
+/// batch's max timestamp (its records keep the producer's, which consumers ignore too). The
+/// records are read through the bounded streaming decoder: nothing of them is kept.
 fn first_record_at_or_after(
     batch: &ReadChunk,
     at: i64,
     bounds: StreamBounds,
 ) -> Result<Option<(i64, i64)>, ResponseError> {
-    let mut bytes = BytesMut::from(&batch.bytes[..]);
-    set_base_offset(&mut bytes, batch.base_offset as i64)
-        .map_err(|_| ResponseError::KafkaStorageError)?;
-    let stored_error = |e: protocol::batch::BatchError| {
+    let times = record_timestamps(&batch.bytes, DECOMPRESSED_BYTES_MAX).map_err(|e| {
         tracing::error!(error = %e, base_offset = batch.base_offset, "stored batch does not decode");
         ResponseError::KafkaStorageError
-    };
-    let log_append_time = validate_batches(&bytes)
-        .map_err(stored_error)?
-        .first()
-        .filter(|info| info.is_log_append_time())
-        .map(|info| info.max_timestamp);
-    let records = decode_records(bytes.freeze()).map_err(stored_error)?;
-    Ok(records
+    })?;
+    let base_offset = batch.base_offset as i64;
+    Ok(times
         .iter()
-        .map(|r| (r.offset, log_append_time.unwrap_or(r.timestamp)))
+        .map(|t| (base_offset + i64::from(t.offset_delta), t.timestamp))
         .find(|(offset, timestamp)| *timestamp >= at && *offset >= bounds.log_start_offset as i64))
 }

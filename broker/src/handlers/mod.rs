@@ -117,7 +117,7 @@ impl Call<'_> {
             client_zone(self.header),
             request,
         );
-        let response = produce::handle(self.broker, request, ticket).await?;
+        let response = produce::handle(self.broker, self.version, request, ticket).await?;
         Some(ResponseKind::Produce(crate::cluster::produce_guard::merge(
             response, refused,
         )))

@@ -1,7 +1,7 @@
-//! Produce: validate each partition's record batches (lengths, magic, CRC), apply the topic's
-//! configs (`produce_policy`: timestamp bounds, log append time, compression; with Kafka's
-//! defaults the payload is appended exactly as received), answer with the base offset the
-//! index assigned. Every acks level waits for durability: the engine acknowledges nothing
+//! Produce: take each partition's one record batch, validate it record by record and apply the
+//! topic's configs (`produce_policy`; with Kafka's defaults a well-formed batch is appended
+//! exactly as received), answer with the base offset the index assigned. A batch refused is
+//! refused whole, before anything of it is stored or offsets are assigned. Every acks level waits for durability: the engine acknowledges nothing
 //! from memory.
 
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use protocol::batch::{validate_batches, BatchInfo};
+use record_batch::validate::single_batch;
 use storage::{BatchMeta, PendingAppend, ProducerMeta};
 
 use super::produce_policy::{self, Prepared, Refused};
@@ -57,6 +57,7 @@ enum Submitted {
 /// produce requests. Returns `None` for acks=0 (no response is sent).
 pub async fn handle(
     broker: &Arc<Broker>,
+    version: i16,
     request: ProduceRequest,
     mut ticket: Ticket,
 ) -> Option<ProduceResponse> {
@@ -79,7 +80,8 @@ pub async fn handle(
                     "transactions are not supported",
                 )
             } else {
-                submit(broker, topic.as_deref(), partition.index, partition.records).await
+                let records = partition.records;
+                submit(broker, topic.as_deref(), partition.index, records, version).await
             };
             partitions.push((partition.index, outcome));
         }
@@ -129,6 +131,7 @@ async fn submit(
     topic: Option<&Topic>,
     partition: i32,
     records: Option<bytes::Bytes>,
+    version: i16,
 ) -> Submitted {
     let Some(topic) = topic else {
         return failed_quietly(ResponseError::UnknownTopicOrPartition);
@@ -139,46 +142,38 @@ async fn submit(
     let Some(records) = records else {
         return failed(ResponseError::InvalidRecord, "no records");
     };
-    let batches = match validate_batches(&records) {
-        Ok(batches) => batches,
-        Err(e) => {
-            tracing::debug!(topic = %topic.name, partition, error = %e, "rejected produce payload");
-            return failed(e.response_error(), &e.to_string());
-        }
+    // Zstd is allowed from Produce v7 (KIP-110).
+    let batch = match single_batch(&records, version >= 7) {
+        Ok(batch) => records.slice_ref(batch),
+        Err(e) => return refused(topic, partition, Refused::from(e)),
     };
-    if let Some(outcome) = refuse_batches(topic, &batches) {
+    if let Some(outcome) = record_batch::BatchHeader::parse(&batch)
+        .ok()
+        .and_then(|h| refuse_batch(&h))
+    {
         return outcome;
     }
     let Prepared {
         records,
-        batches,
+        header,
+        records_count,
         log_append_time_ms,
-    } = match prepare(topic, records, batches).await {
+    } = match prepare(topic, batch).await {
         Ok(prepared) => prepared,
-        Err(refused) => {
-            tracing::debug!(topic = %topic.name, partition, error = ?refused.error, reason = %refused.message, "produce refused by topic config");
-            return Submitted::Failed {
-                error: refused.error,
-                message: Some(refused.message),
-                record_errors: refused.record_errors,
-            };
-        }
+        Err(refusal) => return refused(topic, partition, refusal),
     };
-    let metas = batches
-        .iter()
-        .map(|b| BatchMeta {
-            len: b.len_bytes as u32,
-            records: b.records_count as u32,
-            max_timestamp: b.max_timestamp,
-            producer: (b.producer_id >= 0).then_some(ProducerMeta {
-                id: b.producer_id,
-                epoch: b.producer_epoch,
-                base_sequence: b.base_sequence,
-            }),
-        })
-        .collect();
+    let metas = vec![BatchMeta {
+        len: records.len() as u32,
+        records: records_count as u32,
+        max_timestamp: header.max_timestamp,
+        producer: header.has_producer_id().then_some(ProducerMeta {
+            id: header.producer_id,
+            epoch: header.producer_epoch,
+            base_sequence: header.base_sequence,
+        }),
+    }];
     let stream = topic.stream_id(partition);
-    let headers = producer_headers(&batches);
+    let headers = producer_headers(&header, records_count);
     let admitted = if headers.is_empty() {
         None
     } else {
@@ -221,48 +216,49 @@ async fn submit(
     }
 }
 
-/// Applies the topic's configs; re-encoding and decompression run on a blocking thread.
-async fn prepare(
-    topic: &Topic,
-    records: bytes::Bytes,
-    batches: Vec<BatchInfo>,
-) -> Result<Prepared, Refused> {
+fn refused(topic: &Topic, partition: i32, refusal: Refused) -> Submitted {
+    tracing::debug!(topic = %topic.name, partition, error = ?refusal.error, reason = %refusal.message, "produce refused");
+    Submitted::Failed {
+        error: refusal.error,
+        message: Some(refusal.message),
+        record_errors: refusal.record_errors,
+    }
+}
+
+/// Validates the batch and applies the topic's configs; compressed batches (decompression,
+/// maybe re-encoding) are handled on a blocking thread.
+async fn prepare(topic: &Topic, batch: bytes::Bytes) -> Result<Prepared, Refused> {
     let now_ms = producers::now_ms() as i64;
-    if !produce_policy::is_heavy(&topic.config, &batches) {
-        return produce_policy::prepare(&topic.config, records, batches, now_ms);
+    if !produce_policy::is_heavy(&topic.config, &batch) {
+        return produce_policy::prepare(&topic.config, batch, now_ms);
     }
     let config = topic.config.clone();
-    tokio::task::spawn_blocking(move || produce_policy::prepare(&config, records, batches, now_ms))
+    tokio::task::spawn_blocking(move || produce_policy::prepare(&config, batch, now_ms))
         .await
         .unwrap_or_else(|e| {
-            tracing::error!(error = %e, "batch re-encoding failed");
+            tracing::error!(error = %e, "batch validation failed to run");
             Err(Refused {
                 error: ResponseError::UnknownServerError,
-                message: "batch re-encoding failed".into(),
+                message: "batch validation failed to run".into(),
                 record_errors: Vec::new(),
             })
         })
 }
 
-/// The producer header and offset delta of each idempotent batch of a payload.
-fn producer_headers(batches: &[BatchInfo]) -> Vec<(BatchHeader, u64)> {
-    let mut offset_delta = 0u64;
-    let mut headers = Vec::new();
-    for b in batches {
-        if b.producer_id >= 0 {
-            headers.push((
-                BatchHeader {
-                    producer_id: b.producer_id,
-                    epoch: b.producer_epoch,
-                    base_sequence: b.base_sequence,
-                    records: b.records_count,
-                },
-                offset_delta,
-            ));
-        }
-        offset_delta += b.records_count.max(0) as u64;
+/// The producer header of an idempotent batch (offset delta 0: one batch per partition).
+fn producer_headers(header: &record_batch::BatchHeader, records: i32) -> Vec<(BatchHeader, u64)> {
+    if !header.has_producer_id() {
+        return Vec::new();
     }
-    headers
+    vec![(
+        BatchHeader {
+            producer_id: header.producer_id,
+            epoch: header.producer_epoch,
+            base_sequence: header.base_sequence,
+            records,
+        },
+        0,
+    )]
 }
 
 fn admit_error(error: &AdmitError) -> ResponseError {
@@ -279,30 +275,18 @@ fn admit_error(error: &AdmitError) -> ResponseError {
 }
 
 /// Batches this broker cannot take yet, with the error Kafka clients expect.
-fn refuse_batches(topic: &Topic, batches: &[BatchInfo]) -> Option<Submitted> {
-    let max_message_bytes = topic.config.max_message_bytes;
-    for batch in batches {
-        if batch.len_bytes as u64 > max_message_bytes {
-            return Some(failed(
-                ResponseError::MessageTooLarge,
-                &format!(
-                    "batch of {} bytes exceeds max.message.bytes {max_message_bytes}",
-                    batch.len_bytes
-                ),
-            ));
-        }
-        if batch.is_transactional() || batch.is_control() {
-            return Some(failed(
-                ResponseError::TransactionalIdAuthorizationFailed,
-                "transactions are not supported",
-            ));
-        }
-        if batch.producer_id >= 0 && (batch.producer_epoch < 0 || batch.base_sequence < 0) {
-            return Some(failed(
-                ResponseError::InvalidRecord,
-                "an idempotent batch needs a producer epoch and a base sequence",
-            ));
-        }
+fn refuse_batch(header: &record_batch::BatchHeader) -> Option<Submitted> {
+    if header.is_transactional() {
+        return Some(failed(
+            ResponseError::TransactionalIdAuthorizationFailed,
+            "transactions are not supported",
+        ));
+    }
+    if header.has_producer_id() && header.producer_epoch < 0 {
+        return Some(failed(
+            ResponseError::InvalidRecord,
+            "an idempotent batch needs a producer epoch",
+        ));
     }
     None
 }

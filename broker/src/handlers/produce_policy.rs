@@ -1,41 +1,46 @@
-//! What a topic's configs do to a partition's batches before they are appended, as Kafka's
-//! `LogValidator` does: `message.timestamp.type=CreateTime` bounds every record's timestamp
-//! (`message.timestamp.before.max.ms`/`after.max.ms`; one record out of bounds refuses the whole
-//! payload with INVALID_TIMESTAMP), `compression.type` other than `producer` re-encodes every
-//! batch in another codec, and `LogAppendTime` stamps the append time into each batch header.
-//! With Kafka's defaults nothing is rewritten: the payload is appended exactly as received.
+//! A partition's records in a Produce, from the request to what is appended, as Kafka's
+//! `LogValidator` takes them: the one batch validated record by record in one streaming pass
+//! (`record_batch::validate`: framing, CRC, counts, every record, bounded decompression), the
+//! topic's configs applied on the way (`message.timestamp.type=CreateTime` bounds every
+//! record's timestamp, `message.timestamp.before.max.ms`/`after.max.ms`, one record out of
+//! bounds refusing the batch with INVALID_TIMESTAMP and `record_errors`; compacted topics need
+//! a key in every record, INVALID_RECORD with `record_errors`), then what Kafka rewrites:
+//! offset deltas a producer numbered wrong, `compression.type` other than `producer`
+//! (re-encoded in the topic's codec), `LogAppendTime` (stamped into the header). With Kafka's
+//! defaults and a well-formed batch nothing is rewritten: it is appended exactly as received.
 //!
-//! Cost, by design: uncompressed batches have their records' timestamps read (no copy).
-//! Compressed batches kept as received are not decompressed for the future bound, which is
-//! checked against the header's max timestamp (the largest of its records, as producers write
-//! it); they are decompressed when the topic bounds the past (`before.max.ms` set), since the
-//! header's first timestamp need not be the smallest. Re-encoded batches are checked record by
-//! record. Re-encoding runs off the async threads.
+//! Cost: one pass over the records; compressed ones are decompressed through a stream into
+//! one buffer and never held whole (`record-batch`'s `validate_bench` measures it).
+//! Re-encoding decompresses once more. Compressed batches are handled off the async threads.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::ResponseError;
-use protocol::batch::{validate_batches, BatchInfo};
-use storage::record_batch::{self, RecordBatchError, DECOMPRESSED_BYTES_MAX};
+use record_batch::rewrite::{reencode, renumber};
+use record_batch::validate::{validate_produced, Limits, RecordInfo, Validated};
+use record_batch::{stamp_log_append_time, BatchHeader, RecordBatchError, DECOMPRESSED_BYTES_MAX};
 use storage::topics::{TimestampType, TopicCompression, TopicConfig};
 
 /// Kafka's `RecordBatch.NO_TIMESTAMP`: a record without a timestamp is never out of bounds.
 const NO_TIMESTAMP: i64 = -1;
+/// Kafka lists at most this many record errors in the error message.
+const RECORD_ERRORS_IN_MESSAGE_MAX: usize = 3;
 
-/// A payload ready to append.
+/// A batch ready to append.
 #[derive(Debug)]
 pub struct Prepared {
     pub records: Bytes,
-    pub batches: Vec<BatchInfo>,
-    /// The time stamped into every batch when the topic uses log append time.
+    pub header: BatchHeader,
+    pub records_count: i32,
+    /// The time stamped into the batch when the topic uses log append time.
     pub log_append_time_ms: Option<i64>,
 }
 
-/// A payload refused, with what the Produce response says.
+/// A batch refused, with what the Produce response says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
     pub error: ResponseError,
     pub message: String,
-    /// `(index of the record in its batch, message)` for INVALID_TIMESTAMP.
+    /// `(index of the record in its batch, message)` for record-level errors.
     pub record_errors: Vec<(i32, String)>,
 }
 
@@ -49,177 +54,189 @@ impl Refused {
     }
 }
 
-/// Whether preparing this payload needs CPU worth moving off the async threads.
-pub fn is_heavy(config: &TopicConfig, batches: &[BatchInfo]) -> bool {
-    batches.iter().any(|b| {
-        needs_reencode(config, b)
-            || (b.compression() != kafka_protocol::records::Compression::None
-                && bounds_the_past(config))
-    })
+impl From<RecordBatchError> for Refused {
+    /// Kafka's answer to each kind of defect. Kafka answers UNKNOWN_SERVER_ERROR where a
+    /// record does not decompress or uses an unknown codec (an exception it does not map);
+    /// those are `Invalid` here, INVALID_RECORD, the code Kafka gives every other record that
+    /// does not decode, and not retriable, as neither is the defect.
+    fn from(e: RecordBatchError) -> Refused {
+        let error = match &e {
+            RecordBatchError::Corrupt(_) => ResponseError::CorruptMessage,
+            RecordBatchError::Invalid(_) => ResponseError::InvalidRecord,
+            // A Java producer splits a batch refused so and sends its halves.
+            RecordBatchError::TooLarge(_) => ResponseError::MessageTooLarge,
+            RecordBatchError::UnsupportedCodec(_) => ResponseError::UnsupportedCompressionType,
+            RecordBatchError::Codec(_) => ResponseError::UnknownServerError,
+        };
+        Refused::new(error, e.to_string())
+    }
 }
 
-/// Applies the topic's timestamp and compression configs to a validated payload.
-pub fn prepare(
+/// Whether preparing this batch needs CPU worth moving off the async threads.
+pub fn is_heavy(config: &TopicConfig, batch: &[u8]) -> bool {
+    let codec = BatchHeader::parse(batch).map_or(0, |h| h.codec());
+    codec != 0 || config.compression.codec().is_some_and(|c| c != codec)
+}
+
+/// Validates `batch` (the partition's one batch) and applies the topic's configs to it.
+pub fn prepare(config: &TopicConfig, batch: Bytes, now_ms: i64) -> Result<Prepared, Refused> {
+    let limits = Limits {
+        batch_bytes_max: usize::try_from(config.max_message_bytes).unwrap_or(usize::MAX),
+        decompressed_bytes_max: DECOMPRESSED_BYTES_MAX,
+    };
+    let mut checks = RecordChecks::new(config, now_ms);
+    let validated = validate_produced(&batch, &limits, |r| checks.visit(r))?;
+    checks.finish()?;
+    rewrite(config, batch, &validated, now_ms)
+}
+
+/// The rewrites Kafka makes, each only when needed; with none the batch is kept as received.
+fn rewrite(
     config: &TopicConfig,
-    records: Bytes,
-    batches: Vec<BatchInfo>,
+    batch: Bytes,
+    validated: &Validated,
     now_ms: i64,
 ) -> Result<Prepared, Refused> {
-    if config.timestamp_type == TimestampType::CreateTime {
-        check_timestamps(config, &records, &batches, now_ms)?;
-    }
     let stamp = (config.timestamp_type == TimestampType::LogAppendTime).then_some(now_ms);
-    let rewrite = stamp.is_some() || batches.iter().any(|b| needs_reencode(config, b));
-    if !rewrite {
-        return Ok(Prepared {
-            records,
-            batches,
-            log_append_time_ms: None,
-        });
-    }
-    let mut out = BytesMut::with_capacity(records.len());
-    for batch in &batches {
-        let bytes = &records[batch.position..batch.position + batch.len_bytes];
-        let mut rewritten = match (needs_reencode(config, batch), config.compression) {
-            (true, compression) => reencode(bytes, compression)?,
-            (false, _) => bytes.to_vec(),
-        };
-        if let Some(now_ms) = stamp {
-            record_batch::stamp_log_append_time(&mut rewritten, now_ms).map_err(corrupt)?;
-        }
-        out.extend_from_slice(&rewritten);
-    }
-    let records = out.freeze();
-    // Our own output, checked as a client's would be (lengths, CRCs, counts).
-    let batches = validate_batches(&records).map_err(|e| {
-        tracing::error!(error = %e, "a rewritten batch does not validate");
-        Refused::new(ResponseError::CorruptMessage, e.to_string())
-    })?;
-    check_sizes(config, &batches)?;
-    Ok(Prepared {
-        records,
-        batches,
-        log_append_time_ms: stamp,
-    })
-}
-
-fn needs_reencode(config: &TopicConfig, batch: &BatchInfo) -> bool {
-    config
+    let reencode_to = config
         .compression
         .codec()
-        .is_some_and(|codec| codec != batch.attributes & 0x07)
+        .filter(|c| *c != validated.header.codec());
+    if stamp.is_none() && reencode_to.is_none() && validated.offsets_in_order {
+        return Ok(prepared(batch, validated, None));
+    }
+    let mut out = match validated.offsets_in_order {
+        true => batch.to_vec(),
+        false => renumber(&batch, DECOMPRESSED_BYTES_MAX)?,
+    };
+    if reencode_to.is_some() {
+        let (codec, level) = codec_and_level(config.compression);
+        out = reencode(&out, codec, level, DECOMPRESSED_BYTES_MAX)?;
+        // Kafka checks `max.message.bytes` again after re-encoding changed the size.
+        if out.len() as u64 > config.max_message_bytes {
+            return Err(Refused::new(
+                ResponseError::MessageTooLarge,
+                format!(
+                    "batch of {} bytes after re-encoding exceeds max.message.bytes {}",
+                    out.len(),
+                    config.max_message_bytes
+                ),
+            ));
+        }
+    }
+    if let Some(now_ms) = stamp {
+        stamp_log_append_time(&mut out, now_ms)?;
+    }
+    let header = BatchHeader::parse(&out)?;
+    let validated = Validated {
+        header,
+        len_bytes: out.len(),
+        ..*validated
+    };
+    Ok(prepared(Bytes::from(out), &validated, stamp))
 }
 
-/// Whether create times are bounded in the past, which needs every record read.
-fn bounds_the_past(config: &TopicConfig) -> bool {
-    config.timestamp_type == TimestampType::CreateTime
-        && config.timestamp_before_max_ms < i64::MAX as u64
+fn prepared(records: Bytes, v: &Validated, log_append_time_ms: Option<i64>) -> Prepared {
+    debug_assert_eq!(records.len(), v.len_bytes);
+    Prepared {
+        records,
+        header: v.header,
+        records_count: v.records_count,
+        log_append_time_ms,
+    }
 }
 
-fn reencode(batch: &[u8], compression: TopicCompression) -> Result<Vec<u8>, Refused> {
-    let (codec, level) = match compression {
+fn codec_and_level(compression: TopicCompression) -> (i16, Option<i32>) {
+    match compression {
         TopicCompression::Gzip { level } => (1, Some(level)),
         TopicCompression::Snappy => (2, None),
         TopicCompression::Lz4 { level } => (3, Some(level)),
         TopicCompression::Zstd { level } => (4, Some(level)),
         TopicCompression::Uncompressed | TopicCompression::Producer => (0, None),
-    };
-    record_batch::reencode(batch, codec, level, DECOMPRESSED_BYTES_MAX).map_err(corrupt)
-}
-
-fn corrupt(error: RecordBatchError) -> Refused {
-    let code = match error {
-        RecordBatchError::TooLarge(_) => ResponseError::MessageTooLarge,
-        RecordBatchError::Corrupt(_) | RecordBatchError::Codec(_) => ResponseError::CorruptMessage,
-    };
-    Refused::new(code, error.to_string())
-}
-
-/// Kafka checks `max.message.bytes` again after re-encoding changed the batch sizes.
-fn check_sizes(config: &TopicConfig, batches: &[BatchInfo]) -> Result<(), Refused> {
-    match batches
-        .iter()
-        .find(|b| b.len_bytes as u64 > config.max_message_bytes)
-    {
-        Some(b) => Err(Refused::new(
-            ResponseError::MessageTooLarge,
-            format!(
-                "batch of {} bytes after re-encoding exceeds max.message.bytes {}",
-                b.len_bytes, config.max_message_bytes
-            ),
-        )),
-        None => Ok(()),
     }
 }
 
-/// Every record's create time within `[now - before.max.ms, now + after.max.ms]`.
-fn check_timestamps(
-    config: &TopicConfig,
-    records: &[u8],
-    batches: &[BatchInfo],
-    now_ms: i64,
-) -> Result<(), Refused> {
-    let before = i64::try_from(config.timestamp_before_max_ms).unwrap_or(i64::MAX);
-    let after = i64::try_from(config.timestamp_after_max_ms).unwrap_or(i64::MAX);
-    let out_of_bounds = |ts: i64| {
-        let diff = now_ms.wrapping_sub(ts);
-        ts != NO_TIMESTAMP && (diff > before || diff.wrapping_neg() > after)
-    };
-    let mut record_errors = Vec::new();
-    for batch in batches {
-        let bytes = &records[batch.position..batch.position + batch.len_bytes];
-        let base_offset = i64::from_be_bytes(bytes[..8].try_into().unwrap_or_default());
-        for (index, offset_delta, ts) in timestamps(config, batch, bytes)? {
-            if out_of_bounds(ts) {
-                let offset = base_offset.wrapping_add(i64::from(offset_delta));
-                record_errors.push((index, format!(
-                    "Timestamp {ts} of message with offset {offset} is out of range. The timestamp should be within [{}, {}]",
-                    now_ms.wrapping_sub(before),
-                    now_ms.wrapping_add(after)
-                )));
-            }
+/// The topic's per-record rules, applied as validation reads each record; like Kafka, every
+/// record is checked and all failures are reported.
+struct RecordChecks {
+    /// `[now - before.max.ms, now + after.max.ms]` for CreateTime topics.
+    bounds: Option<(i64, i64)>,
+    /// Compacted topics need a key in every record (refused at creation for now: the hook).
+    keys_required: bool,
+    timestamp_errors: Vec<(i32, String)>,
+    key_errors: Vec<(i32, String)>,
+}
+
+impl RecordChecks {
+    fn new(config: &TopicConfig, now_ms: i64) -> Self {
+        let before = i64::try_from(config.timestamp_before_max_ms).unwrap_or(i64::MAX);
+        let after = i64::try_from(config.timestamp_after_max_ms).unwrap_or(i64::MAX);
+        let bounds = (config.timestamp_type == TimestampType::CreateTime)
+            .then(|| (now_ms.saturating_sub(before), now_ms.saturating_add(after)));
+        RecordChecks {
+            bounds,
+            keys_required: config.cleanup_policy.compact,
+            timestamp_errors: Vec::new(),
+            key_errors: Vec::new(),
         }
     }
-    if record_errors.is_empty() {
-        return Ok(());
-    }
-    Err(Refused {
-        error: ResponseError::InvalidTimestamp,
-        message: "One or more records have been rejected due to invalid timestamp".into(),
-        record_errors,
-    })
-}
 
-/// `(index, offset delta, timestamp)` of the records to check: every record when they can be
-/// read cheaply or the past is bounded, else the header's first and max timestamps.
-fn timestamps(
-    config: &TopicConfig,
-    batch: &BatchInfo,
-    bytes: &[u8],
-) -> Result<Vec<(i32, i32, i64)>, Refused> {
-    let uncompressed = batch.attributes & 0x07 == 0;
-    if uncompressed || needs_reencode(config, batch) || bounds_the_past(config) {
-        let times =
-            record_batch::record_timestamps(bytes, DECOMPRESSED_BYTES_MAX).map_err(corrupt)?;
-        return Ok(times
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (i as i32, t.offset_delta, t.timestamp))
-            .collect());
+    fn visit(&mut self, r: &RecordInfo) {
+        if self.keys_required && !r.has_key {
+            self.key_errors.push((
+                r.index,
+                "Compacted topic cannot accept message without key".into(),
+            ));
+            return;
+        }
+        let Some((low, high)) = self.bounds else {
+            return;
+        };
+        if r.timestamp != NO_TIMESTAMP && (r.timestamp < low || r.timestamp > high) {
+            self.timestamp_errors.push((r.index, format!(
+                "Timestamp {} of message with offset {} is out of range. The timestamp should be within [{low}, {high}]",
+                r.timestamp, r.offset_delta
+            )));
+        }
     }
-    let last = batch.records_count.saturating_sub(1);
-    Ok(vec![
-        (0, 0, batch.base_timestamp),
-        (last, last, batch.max_timestamp),
-    ])
+
+    /// Kafka answers INVALID_TIMESTAMP when any record's timestamp failed, else INVALID_RECORD.
+    fn finish(self) -> Result<(), Refused> {
+        if !self.timestamp_errors.is_empty() {
+            let mut record_errors = self.timestamp_errors;
+            record_errors.extend(self.key_errors);
+            record_errors.sort_by_key(|(index, _)| *index);
+            return Err(Refused {
+                error: ResponseError::InvalidTimestamp,
+                message: "One or more records have been rejected due to invalid timestamp".into(),
+                record_errors,
+            });
+        }
+        if self.key_errors.is_empty() {
+            return Ok(());
+        }
+        let shown: Vec<&str> = self
+            .key_errors
+            .iter()
+            .take(RECORD_ERRORS_IN_MESSAGE_MAX)
+            .map(|(_, m)| m.as_str())
+            .collect();
+        Err(Refused {
+            error: ResponseError::InvalidRecord,
+            message: format!(
+                "One or more records have been rejected due to {} record errors in total, and only showing the first three errors at most: {shown:?}",
+                self.key_errors.len()
+            ),
+            record_errors: self.key_errors,
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use record_batch::{decode_batch, encode_batch, RecordRow};
     use std::collections::BTreeMap;
-    use storage::compacted::batch::{decode_batch, encode_batch};
-    use storage::compacted::{BatchHeader, RecordRow};
     use storage::topics::TopicDefaults;
 
     const NOW: i64 = 1_700_000_000_000;
@@ -232,7 +249,7 @@ mod tests {
         TopicConfig::resolve(&overrides, &TopicDefaults::kafka()).unwrap()
     }
 
-    fn payload(codec: i16, timestamps: &[i64]) -> (Bytes, Vec<BatchInfo>) {
+    fn batch_with(codec: i16, timestamps: &[i64], deltas: &[i32], keys: bool) -> Bytes {
         let header = BatchHeader {
             base_offset: 0,
             partition_leader_epoch: -1,
@@ -246,34 +263,38 @@ mod tests {
         };
         let records: Vec<RecordRow> = timestamps
             .iter()
-            .enumerate()
-            .map(|(i, ts)| RecordRow {
+            .zip(deltas)
+            .map(|(ts, delta)| RecordRow {
                 attributes: 0,
                 timestamp_delta: ts - timestamps[0],
-                offset_delta: i as i32,
-                key: None,
+                offset_delta: *delta,
+                key: keys.then(|| Bytes::from_static(b"k")),
                 value: Some(Bytes::from(vec![b'x'; 200])),
                 headers: vec![],
             })
             .collect();
-        let bytes = encode_batch(&header, &records, codec).unwrap();
-        let infos = validate_batches(&bytes).unwrap();
-        (bytes, infos)
+        encode_batch(&header, &records, codec).unwrap()
+    }
+
+    fn batch(codec: i16, timestamps: &[i64]) -> Bytes {
+        let deltas: Vec<i32> = (0..timestamps.len() as i32).collect();
+        batch_with(codec, timestamps, &deltas, false)
     }
 
     #[test]
-    fn defaults_append_the_payload_untouched() {
-        let (bytes, infos) = payload(3, &[NOW, NOW + 1]);
-        let prepared = prepare(&config(&[]), bytes.clone(), infos, NOW).unwrap();
+    fn defaults_append_the_batch_untouched() {
+        let bytes = batch(3, &[NOW, NOW + 1]);
+        let prepared = prepare(&config(&[]), bytes.clone(), NOW).unwrap();
         assert_eq!(prepared.records, bytes);
+        assert_eq!(prepared.records_count, 2);
         assert_eq!(prepared.log_append_time_ms, None);
     }
 
     #[test]
-    fn a_record_out_of_bounds_refuses_the_payload() {
-        let (bytes, infos) = payload(0, &[NOW, NOW - 10_000, NOW]);
+    fn a_record_out_of_bounds_refuses_the_batch() {
+        let bytes = batch(0, &[NOW, NOW - 10_000, NOW]);
         let bounded = config(&[("message.timestamp.before.max.ms", "5000")]);
-        let refused = prepare(&bounded, bytes, infos, NOW).unwrap_err();
+        let refused = prepare(&bounded, bytes, NOW).unwrap_err();
         assert_eq!(refused.error, ResponseError::InvalidTimestamp);
         assert_eq!(refused.record_errors.len(), 1);
         assert_eq!(refused.record_errors[0].0, 1);
@@ -283,61 +304,78 @@ mod tests {
             NOW - 5000,
             NOW + 3_600_000
         )));
-        // The future is bounded by default (one hour), also for compressed batches.
-        let (bytes, infos) = payload(4, &[NOW, NOW + 7_200_000]);
-        assert_eq!(
-            prepare(&config(&[]), bytes, infos, NOW).unwrap_err().error,
-            ResponseError::InvalidTimestamp
-        );
+        // The future is bounded by default (one hour), record by record in compressed batches.
+        let bytes = batch(4, &[NOW + 7_200_000, NOW]);
+        let refused = prepare(&config(&[]), bytes, NOW).unwrap_err();
+        assert_eq!(refused.error, ResponseError::InvalidTimestamp);
+        assert_eq!(refused.record_errors[0].0, 0);
     }
 
     #[test]
-    fn log_append_time_stamps_every_batch_and_skips_the_bounds() {
-        let (bytes, infos) = payload(2, &[NOW - 1_000_000_000]);
-        let prepared = prepare(
-            &config(&[("message.timestamp.type", "LogAppendTime")]),
-            bytes,
-            infos,
-            NOW,
-        )
-        .unwrap();
+    fn log_append_time_stamps_the_batch_and_skips_the_bounds() {
+        let bytes = batch(2, &[NOW - 1_000_000_000]);
+        let lat = config(&[("message.timestamp.type", "LogAppendTime")]);
+        let prepared = prepare(&lat, bytes, NOW).unwrap();
         assert_eq!(prepared.log_append_time_ms, Some(NOW));
-        assert_eq!(prepared.batches[0].max_timestamp, NOW);
-        assert!(prepared.batches[0].is_log_append_time());
-        assert_eq!(
-            prepared.batches[0].compression(),
-            kafka_protocol::records::Compression::Snappy
-        );
+        assert_eq!(prepared.header.max_timestamp, NOW);
+        assert!(prepared.header.is_log_append_time());
+        assert_eq!(prepared.header.codec(), 2);
     }
 
     #[test]
-    fn a_codec_reencodes_every_batch_of_another_codec() {
-        let (bytes, infos) = payload(0, &[NOW, NOW]);
+    fn a_codec_reencodes_a_batch_of_another_codec() {
+        let bytes = batch(0, &[NOW, NOW]);
         let gzip = config(&[("compression.type", "gzip")]);
-        assert!(is_heavy(&gzip, &infos));
-        let prepared = prepare(&gzip, bytes.clone(), infos, NOW).unwrap();
-        assert_eq!(
-            prepared.batches[0].compression(),
-            kafka_protocol::records::Compression::Gzip
-        );
+        assert!(is_heavy(&gzip, &bytes));
+        let prepared = prepare(&gzip, bytes.clone(), NOW).unwrap();
+        assert_eq!(prepared.header.codec(), 1);
         assert!(prepared.records.len() < bytes.len());
         let original = decode_batch(&bytes).unwrap();
         let reencoded = decode_batch(&prepared.records).unwrap();
         assert_eq!(reencoded.records, original.records);
         // Already in the topic's codec: kept as received.
-        let (gz, infos) = payload(1, &[NOW]);
-        assert_eq!(prepare(&gzip, gz.clone(), infos, NOW).unwrap().records, gz);
-        let (lz4, infos) = payload(3, &[NOW]);
-        let plain = prepare(
-            &config(&[("compression.type", "uncompressed")]),
-            lz4,
-            infos,
-            NOW,
-        )
-        .unwrap();
-        assert_eq!(
-            plain.batches[0].compression(),
-            kafka_protocol::records::Compression::None
-        );
+        let gz = batch(1, &[NOW]);
+        assert_eq!(prepare(&gzip, gz.clone(), NOW).unwrap().records, gz);
+        let plain = config(&[("compression.type", "uncompressed")]);
+        let prepared = prepare(&plain, batch(3, &[NOW]), NOW).unwrap();
+        assert_eq!(prepared.header.codec(), 0);
+    }
+
+    #[test]
+    fn offset_deltas_out_of_order_are_renumbered() {
+        let bytes = batch_with(3, &[NOW, NOW, NOW], &[0, 7, 1], false);
+        let prepared = prepare(&config(&[]), bytes, NOW).unwrap();
+        let deltas: Vec<i32> = decode_batch(&prepared.records)
+            .unwrap()
+            .records
+            .iter()
+            .map(|r| r.offset_delta)
+            .collect();
+        assert_eq!(deltas, [0, 1, 2]);
+        assert_eq!(prepared.header.codec(), 3);
+    }
+
+    #[test]
+    fn the_compacted_topic_hook_refuses_records_without_keys() {
+        let mut compacted = config(&[]);
+        compacted.cleanup_policy.compact = true;
+        let refused = prepare(&compacted, batch(0, &[NOW, NOW]), NOW).unwrap_err();
+        assert_eq!(refused.error, ResponseError::InvalidRecord);
+        let indexes: Vec<i32> = refused.record_errors.iter().map(|e| e.0).collect();
+        assert_eq!(indexes, [0, 1]);
+        let keyed = batch_with(0, &[NOW, NOW], &[0, 1], true);
+        assert!(prepare(&compacted, keyed, NOW).is_ok());
+    }
+
+    #[test]
+    fn a_broken_batch_gets_kafkas_code() {
+        let mut bytes = batch(0, &[NOW]).to_vec();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        let refused = prepare(&config(&[]), Bytes::from(bytes), NOW).unwrap_err();
+        assert_eq!(refused.error, ResponseError::CorruptMessage);
+        let small = config(&[("max.message.bytes", "100")]);
+        let refused = prepare(&small, batch(0, &[NOW]), NOW).unwrap_err();
+        assert_eq!(refused.error, ResponseError::MessageTooLarge);
     }
 }

@@ -9,8 +9,8 @@ use futures::TryStreamExt;
 use metastore::{EmbeddedMetaStore, MetaOptions, MetaStore};
 use object_store::path::Path;
 use object_store::ObjectStore;
-use storage::compacted::batch::{decode_batch, encode_batch, split_batches};
 use storage::compacted::{BatchHeader, RecordRow};
+use storage::record_batch::{decode_batch, encode_batch, split_batches};
 use storage::{BatchMeta, FileType, Storage, StorageConfig};
 
 pub const STREAMS: [&str; 2] = ["aa11-0", "bb22-3"];

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use storage::compacted::batch::decode_batch;
+use storage::record_batch::decode_batch;
 use storage::{Storage, StorageError, StreamBounds};
 
 use super::model::{Model, Outcome};

@@ -10,9 +10,9 @@ use metastore::{MemoryStore, MetaOptions, MetaStore};
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use storage::clock::{Clock, TokioClock};
-use storage::compacted::batch::encode_batch;
 use storage::compacted::{BatchHeader, RecordRow};
 use storage::objects::Intercepted;
+use storage::record_batch::encode_batch;
 use storage::{BatchMeta, Storage, StorageConfig};
 use tokio::task::JoinHandle;
 

@@ -15,6 +15,19 @@ pub enum CompactedError {
     Limit(String),
 }
 
+impl From<record_batch::RecordBatchError> for CompactedError {
+    fn from(e: record_batch::RecordBatchError) -> Self {
+        use record_batch::RecordBatchError as E;
+        match e {
+            E::TooLarge(what) => CompactedError::Limit(what),
+            E::Codec(what) => CompactedError::Compression(what),
+            E::Corrupt(what) | E::Invalid(what) | E::UnsupportedCodec(what) => {
+                CompactedError::BadBatch(what)
+            }
+        }
+    }
+}
+
 impl From<parquet::errors::ParquetError> for CompactedError {
     fn from(e: parquet::errors::ParquetError) -> Self {
         CompactedError::Parquet(e.to_string())

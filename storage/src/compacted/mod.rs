@@ -1,10 +1,9 @@
 //! Compacted per-stream Parquet files: one row per Kafka record with typed columns, plus the
 //! batch fields needed to rebuild every record batch losslessly (see `docs/compaction.md`).
 //!
-//! The Kafka-aware part (magic-2 batch parse and build) lives in [`batch`], inside storage, with
-//! the `kafka-protocol` crate's codecs for compression: storage still knows nothing of requests.
+//! The Kafka-aware part (magic-2 batch parse and build, records) is the `record-batch` crate;
+//! this module maps records to rows and back: storage still knows nothing of requests.
 
-pub mod batch;
 mod columns;
 mod error;
 pub mod footer;
@@ -12,10 +11,10 @@ pub mod reader;
 mod row_group;
 pub mod writer;
 
-pub use batch::{BatchHeader, DecodedBatch, RecordRow};
 pub use error::CompactedError;
 pub use footer::{Footer, ParsedTail, RowGroupSpan, FOOTER_PREFETCH_BYTES};
 pub use reader::{decode_group, read_batches, RebuildOptions, RebuiltBatches, RebuiltGroup};
+pub use record_batch::{BatchHeader, DecodedBatch, RecordRow};
 pub use writer::{write_file, FileWriter, WriterOptions, WrittenFile, WrittenMeta};
 
 /// Version of the file layout, recorded in the Parquet key-value metadata.
@@ -31,9 +30,9 @@ pub fn file_key(prefix: &str, stream: &str, base_offset: u64, end_offset: u64) -
 
 #[cfg(test)]
 mod tests {
-    use super::batch::{decode_batch, encode_batch, split_batches};
     use super::*;
     use bytes::{Bytes, BytesMut};
+    use record_batch::{decode_batch, encode_batch, split_batches};
 
     /// A WAL payload of `batches` batches of 3 records each, as a producer would send it.
     fn payload(codec: i16, batches: usize, tag: &str) -> Bytes {

@@ -12,12 +12,12 @@ use parquet::file::properties::ReaderProperties;
 use parquet::file::reader::{ChunkReader, Length, RowGroupReader};
 use parquet::file::serialized_reader::SerializedRowGroupReader;
 
-use super::batch::{encode_batch_into, BatchHeader, RecordRef};
 use super::columns::{Columns, HEADER_KEY_DEF, HEADER_VALUE_PRESENT_DEF};
 use super::footer::{Footer, ParsedTail};
 use super::CompactedError;
 use crate::cache::Weigh;
 use crate::index::{BatchMeta, ProducerMeta};
+use record_batch::{encode_batch_into, BatchHeader, RecordRef};
 
 /// How rebuilt batches are compressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,12 +14,7 @@ pub(super) fn push_batch(c: &mut Columns, batch_base_offset: u64, batch: &Decode
     for r in &batch.records {
         c.offset
             .push(batch_base_offset as i64 + i64::from(r.offset_delta));
-        // Consumers see the batch's max timestamp for every record under LogAppendTime.
-        c.timestamp.push(if log_append {
-            h.max_timestamp
-        } else {
-            h.base_timestamp.wrapping_add(r.timestamp_delta)
-        });
+        c.timestamp.push(h.record_timestamp(r.timestamp_delta));
         c.timestamp_type.push(i32::from(log_append));
         push_nullable(&mut c.key, &mut c.key_def, r.key.as_ref());
         push_nullable(&mut c.value, &mut c.value_def, r.value.as_ref());
@@ -54,8 +49,8 @@ pub(super) fn push_batch(c: &mut Columns, batch_base_offset: u64, batch: &Decode
         c.producer_id.push(h.producer_id);
         c.producer_epoch.push(i32::from(h.producer_epoch));
         c.base_sequence.push(h.base_sequence);
-        c.is_transactional.push(h.attributes & 0x10 != 0);
-        c.is_control.push(h.attributes & 0x20 != 0);
+        c.is_transactional.push(h.is_transactional());
+        c.is_control.push(h.is_control());
     }
 }
 

@@ -8,11 +8,11 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 
-use super::batch::{decode_batch, split_batches};
 use super::columns::{self, Columns};
 use super::row_group::{push_batch, write_group};
 use super::{CompactedError, FORMAT_VERSION, FORMAT_VERSION_KEY};
 use crate::index::{BatchMeta, ProducerMeta};
+use record_batch::{decode_batch, split_batches};
 
 /// How row groups are cut. A row group always ends on a batch boundary, so that the reader can
 /// rebuild any batch from one row group.

@@ -1,8 +1,8 @@
 use bytes::{Bytes, BytesMut};
 
 use super::*;
-use crate::compacted::batch::encode_batch;
 use crate::compacted::{read_batches, BatchHeader, RebuildOptions, RecordRow};
+use record_batch::encode_batch;
 
 /// Five WAL payloads (one per codec) of six batches of ten records each, with null keys and
 /// values and zero, one or two headers: 300 records at offsets 1000..1300.
@@ -142,8 +142,8 @@ fn a_streamed_file_reads_back_every_record_in_order() {
     assert_eq!(got.base_offset, 1_000);
     let mut expected_offset = 1_000u64;
     let mut records = Vec::new();
-    for batch in crate::compacted::batch::split_batches(got.bytes).unwrap() {
-        let decoded = crate::compacted::batch::decode_batch(&batch).unwrap();
+    for batch in record_batch::split_batches(got.bytes).unwrap() {
+        let decoded = record_batch::decode_batch(&batch).unwrap();
         assert_eq!(decoded.header.base_offset as u64, expected_offset);
         expected_offset += decoded.records.len() as u64;
         records.extend(decoded.records);
@@ -151,8 +151,8 @@ fn a_streamed_file_reads_back_every_record_in_order() {
     assert_eq!(expected_offset, 1_300);
     let sent: Vec<RecordRow> = fixed_slices()
         .into_iter()
-        .flat_map(|(_, p)| crate::compacted::batch::split_batches(p).unwrap())
-        .flat_map(|b| crate::compacted::batch::decode_batch(&b).unwrap().records)
+        .flat_map(|(_, p)| record_batch::split_batches(p).unwrap())
+        .flat_map(|b| record_batch::decode_batch(&b).unwrap().records)
         .collect();
     assert_eq!(records, sent);
 }

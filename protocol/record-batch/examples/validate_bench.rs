@@ -1,23 +1,17 @@
-//! What `compression.type` costs a broker: re-encoding produced batches from one codec to
-//! another, against the CRC pass every produce pays anyway and the header stamp of
-//! `message.timestamp.type=LogAppendTime`. One thread; MiB/s of uncompressed record bytes.
+//! What produce validation costs: the one streaming pass over every record of a batch
+//! (`validate_produced`) against the CRC pass that was all the produce path did before, per
+//! codec, for batches kept as received. One thread; MiB/s of uncompressed record bytes.
 //!
-//!     cargo run --release -p storage --example reencode_bench [-- BATCH_KIB...]
+//!     cargo run --release -p record-batch --example validate_bench [-- BATCH_KIB...]
 //!
-//! Records are 1 KiB of JSON-like text (a few fields, random numbers: about 3x compressible
-//! with lz4), batches of 16 KiB (librdkafka's and Java's defaults) and 1 MiB (a tuned producer).
-
-// A benchmark program: a failed setup step should stop it loudly.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
+//! Records are 1 KiB of JSON-like text (as `reencode_bench`), batches of 16 KiB (librdkafka's
+//! and Java's defaults) and 1 MiB (a tuned producer).
 
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use storage::compacted::batch::encode_batch;
-use storage::compacted::{BatchHeader, RecordRow};
-use storage::record_batch::{
-    record_timestamps, reencode, stamp_log_append_time, DECOMPRESSED_BYTES_MAX,
-};
+use record_batch::validate::{validate_produced, Limits};
+use record_batch::{encode_batch, BatchHeader, RecordRow, DECOMPRESSED_BYTES_MAX};
 
 const RECORD_BYTES: usize = 1024;
 const CODECS: [(i16, &str); 5] = [
@@ -27,15 +21,6 @@ const CODECS: [(i16, &str); 5] = [
     (3, "lz4"),
     (4, "zstd"),
 ];
-/// Kafka's default levels (`compression.*.level`).
-fn kafka_level(codec: i16) -> Option<i32> {
-    match codec {
-        1 => Some(-1),
-        3 => Some(9),
-        4 => Some(3),
-        _ => None,
-    }
-}
 
 fn record_value(seed: &mut u64) -> Vec<u8> {
     let mut out = String::with_capacity(RECORD_BYTES + 64);
@@ -110,46 +95,27 @@ fn main() {
     } else {
         sizes
     };
+    let limits = Limits {
+        batch_bytes_max: usize::MAX,
+        decompressed_bytes_max: DECOMPRESSED_BYTES_MAX,
+    };
     let mut seed = 42u64;
     for kib in sizes {
         println!("\n## batches of {kib} KiB of 1 KiB records: MiB/s of record bytes, one thread\n");
-        let (plain, plain_len) = batch(0, kib << 10, &mut seed);
-        let crc = rate(plain_len, || {
-            std::hint::black_box(crc32c::crc32c(&plain[21..]));
-        });
-        let mut stamped = plain.to_vec();
-        let stamp = rate(plain_len, || {
-            let _ = stamp_log_append_time(&mut stamped, 1);
-        });
-        let scan = rate(plain_len, || {
-            let _ = std::hint::black_box(record_timestamps(&plain, DECOMPRESSED_BYTES_MAX));
-        });
-        println!("baseline CRC pass (every produce): {crc:.0}; LogAppendTime stamp: {stamp:.0}; timestamp scan (uncompressed): {scan:.0}\n");
-        print!("| produced as \\ topic codec |");
-        for (_, name) in CODECS {
-            print!(" {name} |");
-        }
-        println!(" produced size |");
-        println!("|---|---|---|---|---|---|---|");
-        for (from, from_name) in CODECS {
-            let (sent, _) = batch(from, kib << 10, &mut seed);
-            print!("| {from_name} |");
-            for (to, _) in CODECS {
-                if from == to {
-                    print!(" kept |");
-                    continue;
-                }
-                let mib_s = rate(plain_len, || {
-                    let _ = std::hint::black_box(reencode(
-                        &sent,
-                        to,
-                        kafka_level(to),
-                        DECOMPRESSED_BYTES_MAX,
-                    ));
-                });
-                print!(" {mib_s:.0} |");
-            }
-            println!(" {:.0}% |", 100.0 * sent.len() as f64 / plain_len as f64);
+        println!("| codec | crc only (before) | validation (after) | per batch |");
+        println!("|---|---|---|---|");
+        for (codec, label) in CODECS {
+            let (bytes, plain_len) = batch(codec, kib << 10, &mut seed);
+            let crc = rate(plain_len, || {
+                std::hint::black_box(crc32c::crc32c(&bytes[21..]));
+            });
+            let mut records = 0usize;
+            let validate = rate(plain_len, || {
+                let v = validate_produced(&bytes, &limits, |_| records += 1);
+                std::hint::black_box(v.is_ok());
+            });
+            let per_batch_us = plain_len as f64 / (validate * (1 << 20) as f64) * 1e6;
+            println!("| {label} | {crc:.0} | {validate:.0} | {per_batch_us:.1} us |");
         }
     }
 }

@@ -9,7 +9,8 @@ use std::io::{Read, Write};
 
 use bytes::{BufMut, BytesMut};
 
-use super::RecordBatchError;
+use crate::input::{stream_error, Limited};
+use crate::RecordBatchError;
 
 /// The header xerial's `SnappyOutputStream` starts its stream with (as Kafka's client does).
 const XERIAL_MAGIC: &[u8; 16] = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01";
@@ -22,81 +23,130 @@ fn codec_error(codec: i16, e: impl std::fmt::Display) -> RecordBatchError {
     RecordBatchError::Codec(format!("codec {codec}: {e}"))
 }
 
-/// Decompresses the records of a batch compressed with `codec`; more than `limit` bytes out is
-/// an error.
+/// A streaming decompressor of the records of a batch compressed with `codec`; it fails once
+/// it has produced more than `limit` bytes, so a compression bomb costs at most `limit` bytes
+/// of work and one buffer of memory, never `limit` bytes of memory.
+pub fn reader<'a>(
+    codec: i16,
+    compressed: &'a [u8],
+    limit: usize,
+) -> Result<Box<dyn Read + 'a>, RecordBatchError> {
+    let inner: Box<dyn Read + 'a> = match codec {
+        0 => Box::new(compressed),
+        1 => Box::new(flate2::read::GzDecoder::new(compressed)),
+        2 => Box::new(SnappyReader::new(compressed, limit)),
+        3 => Box::new(lz4::Decoder::new(compressed).map_err(|e| corrupt_stream(3, e))?),
+        4 => Box::new(
+            zstd::stream::read::Decoder::with_buffer(compressed)
+                .map_err(|e| corrupt_stream(4, e))?,
+        ),
+        other => {
+            return Err(RecordBatchError::Invalid(format!(
+                "unknown compression codec {other}"
+            )))
+        }
+    };
+    Ok(Box::new(Limited::new(inner, limit)))
+}
+
+fn corrupt_stream(codec: i16, e: impl std::fmt::Display) -> RecordBatchError {
+    RecordBatchError::Invalid(format!("codec {codec}: records do not decompress: {e}"))
+}
+
+/// Decompresses the whole records section of a batch compressed with `codec` (for re-encoding);
+/// more than `limit` bytes out is an error, found before more than `limit` bytes are held.
 pub fn decompress(
     codec: i16,
     compressed: &[u8],
     limit: usize,
 ) -> Result<Vec<u8>, RecordBatchError> {
-    let out = match codec {
-        0 => compressed.to_vec(),
-        1 => read_bounded(flate2::read::GzDecoder::new(compressed), limit)
-            .map_err(|e| codec_error(1, e))?,
-        2 => snappy_decompress(compressed, limit)?,
-        3 => {
-            let decoder = lz4::Decoder::new(compressed).map_err(|e| codec_error(3, e))?;
-            read_bounded(decoder, limit).map_err(|e| codec_error(3, e))?
-        }
-        4 => {
-            let decoder =
-                zstd::stream::read::Decoder::new(compressed).map_err(|e| codec_error(4, e))?;
-            read_bounded(decoder, limit).map_err(|e| codec_error(4, e))?
-        }
-        other => {
-            return Err(RecordBatchError::Corrupt(format!(
-                "unknown compression codec {other}"
-            )))
-        }
-    };
-    if out.len() > limit {
-        return Err(too_large(limit));
-    }
+    let mut out = Vec::new();
+    reader(codec, compressed, limit)?
+        .read_to_end(&mut out)
+        .map_err(stream_error)?;
     Ok(out)
+}
+
+/// Snappy as Kafka's clients write it: xerial's framing (a magic header, then blocks with a
+/// big-endian length each) or one raw block. One block is decompressed at a time.
+struct SnappyReader<'a> {
+    /// Blocks not decompressed yet; `None` once a raw (unframed) payload is consumed.
+    rest: Option<&'a [u8]>,
+    framed: bool,
+    block: Vec<u8>,
+    pos: usize,
+    limit: usize,
+}
+
+/// Snappy's densest element (a 3-byte copy of 64 bytes) bounds what a block can expand to; a
+/// larger declared length is a lie, refused before its buffer is allocated.
+const SNAPPY_EXPANSION_MAX: usize = 22;
+
+impl<'a> SnappyReader<'a> {
+    fn new(compressed: &'a [u8], limit: usize) -> Self {
+        let (rest, framed) = match compressed.strip_prefix(&XERIAL_MAGIC[..]) {
+            Some(rest) => (rest, true),
+            None => (compressed, false),
+        };
+        SnappyReader {
+            rest: Some(rest),
+            framed,
+            block: Vec::new(),
+            pos: 0,
+            limit,
+        }
+    }
+
+    /// Decompresses the next block into `self.block`; false at the end.
+    fn next_block(&mut self) -> Result<bool, RecordBatchError> {
+        let Some(rest) = self.rest.filter(|r| !r.is_empty()) else {
+            return Ok(false);
+        };
+        let (block, tail) = if self.framed {
+            let (len, tail) = rest
+                .split_first_chunk::<4>()
+                .ok_or_else(|| corrupt_stream(2, "truncated xerial block length"))?;
+            let len = u32::from_be_bytes(*len) as usize;
+            if len > tail.len() {
+                return Err(corrupt_stream(2, "truncated xerial block"));
+            }
+            tail.split_at(len)
+        } else {
+            (rest, &rest[rest.len()..])
+        };
+        self.rest = Some(tail);
+        let len = snap::raw::decompress_len(block).map_err(|e| corrupt_stream(2, e))?;
+        if len > self.limit {
+            return Err(too_large(self.limit));
+        }
+        if len > block.len().saturating_mul(SNAPPY_EXPANSION_MAX) + 64 {
+            return Err(corrupt_stream(2, "block declares more than it can hold"));
+        }
+        self.block.resize(len, 0);
+        snap::raw::Decoder::new()
+            .decompress(block, &mut self.block)
+            .map_err(|e| corrupt_stream(2, e))?;
+        self.pos = 0;
+        Ok(true)
+    }
+}
+
+impl Read for SnappyReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.block.len() {
+            if !self.next_block().map_err(std::io::Error::other)? {
+                return Ok(0);
+            }
+        }
+        let n = buf.len().min(self.block.len() - self.pos);
+        buf[..n].copy_from_slice(&self.block[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
 }
 
 fn too_large(limit: usize) -> RecordBatchError {
-    RecordBatchError::TooLarge(format!("decompressed batch above {limit} bytes"))
-}
-
-/// Reads everything up to `limit` bytes; one byte more is left unread and reported by the
-/// caller's length check.
-fn read_bounded(reader: impl Read, limit: usize) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    reader.take(limit as u64 + 1).read_to_end(&mut out)?;
-    Ok(out)
-}
-
-fn snappy_decompress(compressed: &[u8], limit: usize) -> Result<Vec<u8>, RecordBatchError> {
-    let raw = |block: &[u8], out: &mut Vec<u8>| -> Result<(), RecordBatchError> {
-        let len = snap::raw::decompress_len(block).map_err(|e| codec_error(2, e))?;
-        if out.len() + len > limit {
-            return Err(too_large(limit));
-        }
-        let start = out.len();
-        out.resize(start + len, 0);
-        snap::raw::Decoder::new()
-            .decompress(block, &mut out[start..])
-            .map_err(|e| codec_error(2, e))?;
-        Ok(())
-    };
-    let mut out = Vec::new();
-    let Some(mut rest) = compressed.strip_prefix(&XERIAL_MAGIC[..]) else {
-        raw(compressed, &mut out)?;
-        return Ok(out);
-    };
-    while !rest.is_empty() {
-        let (len, tail) = rest
-            .split_first_chunk::<4>()
-            .ok_or_else(|| codec_error(2, "truncated xerial block length"))?;
-        let len = u32::from_be_bytes(*len) as usize;
-        if len > tail.len() {
-            return Err(codec_error(2, "truncated xerial block"));
-        }
-        raw(&tail[..len], &mut out)?;
-        rest = &tail[len..];
-    }
-    Ok(out)
+    RecordBatchError::TooLarge(format!("decompressed records above {limit} bytes"))
 }
 
 /// Compresses `plain` with `codec` into `out`. `level` is Kafka's `compression.*.level`
@@ -144,7 +194,7 @@ pub fn compress(
             out.put_slice(&compressed);
         }
         other => {
-            return Err(RecordBatchError::Corrupt(format!(
+            return Err(RecordBatchError::Invalid(format!(
                 "unknown compression codec {other}"
             )))
         }
