@@ -139,32 +139,101 @@ async fn submit(
     if partition < 0 || partition >= topic.record.partitions {
         return failed_quietly(ResponseError::UnknownTopicOrPartition);
     }
+    let prepared = match validate(topic, partition, records, version).await {
+        Ok(prepared) => prepared,
+        Err(refused) => return refused,
+    };
+    let stream = topic.stream_id(partition);
+    let headers = producer_headers(&prepared.header, prepared.records_count);
+    let admitted = if headers.is_empty() {
+        None
+    } else {
+        match admit(broker, topic, partition, &stream, &headers).await {
+            Ok(admitted) => Some(admitted),
+            Err(refused_or_duplicate) => return refused_or_duplicate,
+        }
+    };
+    append(broker, topic, partition, stream, prepared, admitted).await
+}
+
+/// The partition's one batch, validated record by record and shaped by the topic's configs.
+async fn validate(
+    topic: &Topic,
+    partition: i32,
+    records: Option<bytes::Bytes>,
+    version: i16,
+) -> Result<Prepared, Submitted> {
     let Some(records) = records else {
-        return failed(ResponseError::InvalidRecord, "no records");
+        return Err(failed(ResponseError::InvalidRecord, "no records"));
     };
     // Zstd is allowed from Produce v7 (KIP-110).
     let batch = match single_batch(&records, version >= 7) {
         Ok(batch) => records.slice_ref(batch),
-        Err(e) => return refused(topic, partition, Refused::from(e)),
+        Err(e) => return Err(refused(topic, partition, Refused::from(e))),
     };
     if let Some(outcome) = record_batch::BatchHeader::parse(&batch)
         .ok()
         .and_then(|h| refuse_batch(&h))
     {
-        return outcome;
+        return Err(outcome);
     }
+    prepare(topic, batch)
+        .await
+        .map_err(|refusal| refused(topic, partition, refusal))
+}
+
+/// Sequence checks of an idempotent batch: admitted, a retry of a batch already written
+/// (answered with its offset), or refused.
+async fn admit(
+    broker: &Broker,
+    topic: &Topic,
+    partition: i32,
+    stream: &str,
+    headers: &[(BatchHeader, u64)],
+) -> Result<producers::Admitted, Submitted> {
+    let state = broker.producers.partition(stream);
+    match state
+        .admit(&broker.storage, stream, headers, producers::now_ms())
+        .await
+    {
+        Ok(Admission::Append(admitted)) => Ok(admitted),
+        Ok(Admission::Duplicate { slot, offset_delta }) => {
+            tracing::debug!(topic = %topic.name, partition, "duplicate produce batch");
+            Err(Submitted::Duplicate {
+                slot,
+                offset_delta,
+                stream: stream.to_string(),
+            })
+        }
+        Err(e) => {
+            tracing::debug!(topic = %topic.name, partition, error = %e, "idempotent produce refused");
+            Err(failed(admit_error(&e), &e.to_string()))
+        }
+    }
+}
+
+/// Queues the append. For idempotent batches the partition's producer state stays locked
+/// until the append is queued, so sequence checks happen in offset order.
+async fn append(
+    broker: &Broker,
+    topic: &Topic,
+    partition: i32,
+    stream: String,
+    prepared: Prepared,
+    admitted: Option<producers::Admitted>,
+) -> Submitted {
     let Prepared {
         records,
         header,
         records_count,
         log_append_time_ms,
-    } = match prepare(topic, batch).await {
-        Ok(prepared) => prepared,
-        Err(refusal) => return refused(topic, partition, refusal),
+    } = prepared;
+    let (Ok(len), Ok(count)) = (u32::try_from(records.len()), u32::try_from(records_count)) else {
+        return failed(ResponseError::MessageTooLarge, "batch too large");
     };
     let metas = vec![BatchMeta {
-        len: records.len() as u32,
-        records: records_count as u32,
+        len,
+        records: count,
         max_timestamp: header.max_timestamp,
         producer: header.has_producer_id().then_some(ProducerMeta {
             id: header.producer_id,
@@ -172,33 +241,6 @@ async fn submit(
             base_sequence: header.base_sequence,
         }),
     }];
-    let stream = topic.stream_id(partition);
-    let headers = producer_headers(&header, records_count);
-    let admitted = if headers.is_empty() {
-        None
-    } else {
-        let state = broker.producers.partition(&stream);
-        match state
-            .admit(&broker.storage, &stream, &headers, producers::now_ms())
-            .await
-        {
-            Ok(Admission::Append(admitted)) => Some(admitted),
-            Ok(Admission::Duplicate { slot, offset_delta }) => {
-                tracing::debug!(topic = %topic.name, partition, "duplicate produce batch");
-                return Submitted::Duplicate {
-                    slot,
-                    offset_delta,
-                    stream,
-                };
-            }
-            Err(e) => {
-                tracing::debug!(topic = %topic.name, partition, error = %e, "idempotent produce refused");
-                return failed(admit_error(&e), &e.to_string());
-            }
-        }
-    };
-    // For idempotent batches the partition's producer state stays locked until the append is
-    // queued, so sequence checks happen in offset order.
     match broker.storage.submit(&stream, records, metas).await {
         Ok(pending) => Submitted::Pending {
             pending,
@@ -228,7 +270,7 @@ fn refused(topic: &Topic, partition: i32, refusal: Refused) -> Submitted {
 /// Validates the batch and applies the topic's configs; compressed batches (decompression,
 /// maybe re-encoding) are handled on a blocking thread.
 async fn prepare(topic: &Topic, batch: bytes::Bytes) -> Result<Prepared, Refused> {
-    let now_ms = producers::now_ms() as i64;
+    let now_ms = i64::try_from(producers::now_ms()).unwrap_or(i64::MAX);
     if !produce_policy::is_heavy(&topic.config, &batch) {
         return produce_policy::prepare(&topic.config, batch, now_ms);
     }
@@ -301,49 +343,12 @@ async fn complete(broker: &Broker, index: i32, outcome: Submitted) -> PartitionP
             error,
             message,
             record_errors,
-        } => response
-            .with_error_code(error.code())
-            .with_base_offset(-1)
-            .with_error_message(message.map(StrBytes::from_string))
-            .with_record_errors(
-                record_errors
-                    .into_iter()
-                    .map(|(index, message)| {
-                        BatchIndexAndErrorMessage::default()
-                            .with_batch_index(index)
-                            .with_batch_index_error_message(Some(StrBytes::from_string(message)))
-                    })
-                    .collect(),
-            ),
+        } => failed_response(response, error, message, record_errors),
         Submitted::Duplicate {
             slot,
             offset_delta,
             stream,
-        } => {
-            let outcome = tokio::time::timeout(DUPLICATE_WAIT_MAX, slot.outcome()).await;
-            match outcome {
-                Ok(SlotState::Written(base_offset)) => {
-                    let log_start_offset = broker
-                        .storage
-                        .bounds(&stream)
-                        .await
-                        .map_or(-1, |b| b.log_start_offset as i64);
-                    response
-                        .with_base_offset((base_offset + offset_delta) as i64)
-                        .with_log_start_offset(log_start_offset)
-                }
-                // The original failed and was rolled back: the client's next retry appends.
-                Ok(_) => response
-                    .with_error_code(ResponseError::KafkaStorageError.code())
-                    .with_base_offset(-1)
-                    .with_error_message(Some(StrBytes::from_static_str(
-                        "the original write of this retried batch failed",
-                    ))),
-                Err(_) => response
-                    .with_error_code(ResponseError::RequestTimedOut.code())
-                    .with_base_offset(-1),
-            }
-        }
+        } => duplicate_response(broker, response, slot, offset_delta, &stream).await,
         Submitted::Pending {
             pending,
             stream,
@@ -354,14 +359,8 @@ async fn complete(broker: &Broker, index: i32, outcome: Submitted) -> PartitionP
                 if let Some(write) = write {
                     write.written(appended.base_offset);
                 }
-                let log_start_offset = broker
-                    .storage
-                    .bounds(&stream)
+                written(broker, response, appended.base_offset, &stream)
                     .await
-                    .map_or(-1, |b| b.log_start_offset as i64);
-                response
-                    .with_base_offset(appended.base_offset as i64)
-                    .with_log_start_offset(log_start_offset)
                     .with_log_append_time_ms(log_append_time_ms.unwrap_or(-1))
             }
             Err(e) => {
@@ -369,11 +368,69 @@ async fn complete(broker: &Broker, index: i32, outcome: Submitted) -> PartitionP
                     write.failed().await;
                 }
                 tracing::warn!(stream, error = %e, "produce failed");
-                response
-                    .with_error_code(produce_error(&e).code())
-                    .with_base_offset(-1)
-                    .with_error_message(Some(StrBytes::from_string(e.to_string())))
+                let message = Some(e.to_string());
+                failed_response(response, produce_error(&e), message, Vec::new())
             }
         },
     }
+}
+
+fn failed_response(
+    response: PartitionProduceResponse,
+    error: ResponseError,
+    message: Option<String>,
+    record_errors: Vec<(i32, String)>,
+) -> PartitionProduceResponse {
+    response
+        .with_error_code(error.code())
+        .with_base_offset(-1)
+        .with_error_message(message.map(StrBytes::from_string))
+        .with_record_errors(
+            record_errors
+                .into_iter()
+                .map(|(index, message)| {
+                    BatchIndexAndErrorMessage::default()
+                        .with_batch_index(index)
+                        .with_batch_index_error_message(Some(StrBytes::from_string(message)))
+                })
+                .collect(),
+        )
+}
+
+/// A retried batch is answered with the offset its original write got, once that is known.
+async fn duplicate_response(
+    broker: &Broker,
+    response: PartitionProduceResponse,
+    slot: Slot,
+    offset_delta: u64,
+    stream: &str,
+) -> PartitionProduceResponse {
+    match tokio::time::timeout(DUPLICATE_WAIT_MAX, slot.outcome()).await {
+        Ok(SlotState::Written(base_offset)) => {
+            written(broker, response, base_offset + offset_delta, stream).await
+        }
+        // The original failed and was rolled back: the client's next retry appends.
+        Ok(_) => failed_response(
+            response,
+            ResponseError::KafkaStorageError,
+            Some("the original write of this retried batch failed".into()),
+            Vec::new(),
+        ),
+        Err(_) => failed_response(response, ResponseError::RequestTimedOut, None, Vec::new()),
+    }
+}
+
+/// A batch written at `base_offset`, with the partition's log start as it is now.
+async fn written(
+    broker: &Broker,
+    response: PartitionProduceResponse,
+    base_offset: u64,
+    stream: &str,
+) -> PartitionProduceResponse {
+    let log_start_offset = broker.storage.bounds(stream).await.map_or(-1, |b| {
+        i64::try_from(b.log_start_offset).unwrap_or(i64::MAX)
+    });
+    response
+        .with_base_offset(i64::try_from(base_offset).unwrap_or(i64::MAX))
+        .with_log_start_offset(log_start_offset)
 }
