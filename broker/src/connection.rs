@@ -30,8 +30,12 @@ use tokio::time::{timeout, Duration};
 use crate::config::Config;
 use crate::context::Broker;
 use crate::handlers;
+use crate::security::Session;
 use crate::sequencer::Sequencer;
 use crate::slots::Slot;
+
+/// The name of the one listener `--listen` opens.
+const PLAINTEXT_LISTENER: &str = "PLAINTEXT";
 
 /// A request's place in the connection's order, held until its handler has returned.
 /// Produce requests share the order with each other; every other request has it alone.
@@ -82,6 +86,8 @@ pub async fn serve(
     let writer_task = tokio::spawn(write_replies(writer, replies, peer));
     let mut frames = FrameReader::new(reader, &broker.config, request_bytes);
     let produce_order = Sequencer::default();
+    // What requests see of the connection's security; shared with their tasks.
+    let session = Arc::new(Session::plaintext(PLAINTEXT_LISTENER, peer));
     // Taken by the reader alone, one request at a time, so turns are granted in request order.
     let order = Arc::new(RwLock::new(()));
 
@@ -104,11 +110,12 @@ pub async fn serve(
                     _ = shutdown.changed() => break,
                 };
                 let broker = broker.clone();
+                let session = session.clone();
                 // Taken here, in request order, before the request runs on its own task.
                 let ticket = (request.api_key == ApiKey::Produce).then(|| produce_order.ticket());
                 tokio::spawn(async move {
                     let _permits = permits;
-                    let reply = respond(&broker, request, ticket, peer).await;
+                    let reply = respond(&broker, request, ticket, &session).await;
                     drop(turn);
                     reply
                 })
@@ -282,12 +289,13 @@ async fn respond(
     broker: &Arc<Broker>,
     request: codec::Request,
     ticket: Option<crate::sequencer::Ticket>,
-    peer: SocketAddr,
+    session: &Session,
 ) -> Reply {
+    let peer = session.peer;
     let api_key = request.api_key;
     let version = request.version();
     let correlation_id = request.correlation_id();
-    match handlers::handle(broker, request, ticket, peer).await {
+    match handlers::handle(broker, request, ticket, session).await {
         Ok(Some(body)) => match codec::encode_response(api_key, version, correlation_id, &body) {
             Ok(bytes) => Reply::Frame(bytes),
             Err(error) => {

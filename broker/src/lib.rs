@@ -10,6 +10,7 @@ pub mod fetch_session;
 pub mod groups;
 pub mod handlers;
 pub mod producers;
+pub mod security;
 pub mod sequencer;
 pub mod server;
 pub mod slots;

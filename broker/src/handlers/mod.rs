@@ -29,7 +29,6 @@ mod produce_policy;
 mod request_context;
 mod sync_group;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kafka_protocol::messages::{ApiKey, BrokerId, RequestKind, ResponseKind, TopicName};
@@ -37,6 +36,7 @@ use kafka_protocol::protocol::StrBytes;
 use protocol::codec::Request;
 
 use crate::context::Broker;
+use crate::security::Session;
 use crate::sequencer::{Sequencer, Ticket};
 pub use request_context::RequestContext;
 
@@ -49,14 +49,14 @@ pub enum HandlerError {
 
 /// Serves one request. `Ok(None)` means no response is sent (Produce with acks=0).
 /// `produce_ticket` orders a Produce after the connection's earlier ones (see `sequencer`);
-/// `peer` is the client's address, logged with the admin requests refused.
+/// `session` is the connection's security state: the client's address and principal.
 pub async fn handle(
     broker: &Arc<Broker>,
     request: Request,
     produce_ticket: Option<Ticket>,
-    peer: SocketAddr,
+    session: &Session,
 ) -> Result<Option<ResponseKind>, HandlerError> {
-    let context = RequestContext::new(&request.header, peer);
+    let context = RequestContext::new(&request.header, session);
     let placement = broker.membership.placement();
     if let Some(refused) =
         crate::cluster::coordinator_guard::refuse(&placement, broker.node.broker_id, &request.body)

@@ -6,18 +6,26 @@ use std::net::SocketAddr;
 use kafka_protocol::messages::RequestHeader;
 use kafka_protocol::ResponseError;
 
+use crate::security::{Principal, Session};
+
 #[derive(Debug, Clone)]
 pub struct RequestContext {
     /// The `client.id` of the request header (empty when the client sent none).
     pub client_id: String,
     pub peer: SocketAddr,
+    /// Who sent it (`User:ANONYMOUS` on an unauthenticated listener).
+    pub principal: Principal,
+    /// The listener it came through.
+    pub listener: String,
 }
 
 impl RequestContext {
-    pub fn new(header: &RequestHeader, peer: SocketAddr) -> RequestContext {
+    pub fn new(header: &RequestHeader, session: &Session) -> RequestContext {
         RequestContext {
             client_id: header.client_id.as_deref().unwrap_or_default().to_string(),
-            peer,
+            peer: session.peer,
+            principal: session.principal.clone(),
+            listener: session.listener.clone(),
         }
     }
 
@@ -28,6 +36,7 @@ impl RequestContext {
             api,
             client_id = %self.client_id,
             peer = %self.peer,
+            principal = %self.principal,
             resource,
             error = ?error,
             reason,
