@@ -185,17 +185,18 @@ boto3.client('s3', endpoint_url='http://127.0.0.1:{S3_PORT}', region_name='us-ea
     return moto
 
 
-def start_ours(directory, object_store, env):
+def start_ours(directory, object_store, env, binary=None, compactor=None):
     os.makedirs(directory)
     # In-process compaction off: the WAL catch-up then reads WAL objects, and the Parquet one
     # reads what the `compactor` binary wrote (run between the two).
-    argv = [BROKER_BIN, "--listen", BOOTSTRAP, "--data-dir", directory,
+    argv = [binary or BROKER_BIN, "--listen", BOOTSTRAP, "--data-dir", directory,
             "--group-initial-rebalance-delay-ms", "0", "--compaction", "false"]
     if object_store:
         argv += ["--object-store", object_store]
     process = Process("ours", argv, os.path.join(directory, "broker.log"), env)
     process.object_store = object_store
     process.data_dir = directory
+    process.compactor_bin = compactor or COMPACTOR_BIN
     process.start()
     return process
 
@@ -409,6 +410,10 @@ def bench_broker(name, classpath, fixed_rate):
         process = start_kafka(directory, classpath)
     elif name == "ours-file":
         process = start_ours(directory, None, None)
+    elif name == "ours-old-file":
+        # An earlier build, side by side in the same run (BENCH_OLD_BROKER_BIN, _COMPACTOR_BIN).
+        process = start_ours(directory, None, None, os.environ["BENCH_OLD_BROKER_BIN"],
+                             os.environ.get("BENCH_OLD_COMPACTOR_BIN"))
     else:
         moto = start_moto(os.path.join(WORK, "moto"))
         env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{S3_PORT}", AWS_ACCESS_KEY_ID="bench",
@@ -422,7 +427,7 @@ def bench_broker(name, classpath, fixed_rate):
     def compact():
         """Stops the broker and runs one compactor pass on its storage; the caller restarts it."""
         process.stop()
-        argv = [COMPACTOR_BIN, "--once", "--data-dir", directory]
+        argv = [process.compactor_bin, "--once", "--data-dir", directory]
         if process.object_store:
             argv += ["--object-store", process.object_store]
         done = subprocess.run(argv, capture_output=True, text=True, env=process.env,
@@ -453,7 +458,7 @@ def fmt(value, digits=1):
 
 
 def table(summaries):
-    names = [n for n in ["ours-file", "ours-s3", "kafka"] if n in summaries]
+    names = [n for n in ["ours-file", "ours-old-file", "ours-s3", "kafka"] if n in summaries]
     rows = []
 
     def figure(label, getter, digits=1):
@@ -464,11 +469,10 @@ def table(summaries):
             except (KeyError, TypeError, ZeroDivisionError):
                 values[n] = None
         row = [label] + [fmt(values[n], digits) for n in names]
-        kafka = values.get("kafka")
-        for n in ("ours-file", "ours-s3"):
-            if n in names and "kafka" in names:
-                ours = values[n]
-                row.append(f"{ours / kafka:.2f}" if isinstance(ours, (int, float)) and kafka else "n/a")
+        for n, base in RATIOS:
+            if n in names and base in names:
+                ours, other = values[n], values[base]
+                row.append(f"{ours / other:.2f}" if isinstance(ours, (int, float)) and other else "n/a")
         rows.append(row)
 
     r = lambda key, field: (lambda s: s["results"][key][field])
@@ -493,11 +497,14 @@ def table(summaries):
     figure("WAL PUTs per GiB, fixed-rate and end-to-end workloads", lambda s: puts_per_gib(s, LOW_RATE), 1)
     figure("object GETs per GiB consumed in catch-up",
            lambda s: s["objects"]["gets"] / consumed_gib(s), 1)
-    header = ["figure"] + names + [f"{n}/kafka" for n in ("ours-file", "ours-s3") if n in names and "kafka" in names]
+    header = ["figure"] + names + [f"{n}/{b}" for n, b in RATIOS if n in names and b in names]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 
+
+# Ratio columns: ours against Kafka, and this build against an earlier one.
+RATIOS = (("ours-file", "kafka"), ("ours-s3", "kafka"), ("ours-file", "ours-old-file"))
 
 HIGH_RATE = ("max_java", "max_rdk", "default_java", "default_rdk", "p100_java", "p100_rdk")
 LOW_RATE = ("latency_java", "latency_rdk", "e2e_java", "e2e_rdk")
