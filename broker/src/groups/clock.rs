@@ -1,7 +1,6 @@
 //! Time for group timers, behind a trait so tests can move it by hand.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub trait Clock: Send + Sync + 'static {
     /// Milliseconds since the Unix epoch.
@@ -12,9 +11,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
+        storage::clock::system_now_ms()
     }
 }
 

@@ -96,7 +96,5 @@ impl Producers {
 }
 
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    storage::clock::system_now_ms()
 }
