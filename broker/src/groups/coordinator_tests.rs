@@ -3,6 +3,13 @@
 //! see members expired at their session deadline exactly, however late the timer task would
 //! have come.
 
+// Test code: test times and counts converted with `as`.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
+
 use std::sync::Arc;
 
 use bytes::Bytes;

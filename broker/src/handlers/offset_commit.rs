@@ -1,8 +1,6 @@
 //! OffsetCommit: validates partitions against the catalog, then commits through the group
 //! coordinator. Errors are per partition, as in Kafka.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -17,9 +15,7 @@ pub async fn handle(
     version: i16,
     request: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now_ms = i64::try_from(storage::clock::system_now_ms()).unwrap_or(i64::MAX);
     let metadata_max = broker.groups.config().offset_metadata_bytes_max;
     // (topic index, partition index, error or position in `to_commit`)
     let mut slots: Vec<Vec<(i32, Result<usize, ResponseError>)>> =

@@ -13,7 +13,9 @@ pub const MAGIC: [u8; 4] = *b"KWAL";
 /// The only version this code writes and reads. See FORMAT.md for the versioning rule.
 pub const FORMAT_VERSION: u16 = 1;
 /// Size of the fixed header of version 1.
-pub const HEADER_LEN: usize = 32;
+pub const HEADER_LEN: usize = HEADER_LEN_FIELD as usize;
+/// [`HEADER_LEN`] as the header records it.
+const HEADER_LEN_FIELD: u32 = 32;
 /// Size of the fixed footer; a reader can fetch the last `FOOTER_LEN` bytes to find the directory.
 pub const FOOTER_LEN: usize = 24;
 /// Size of a directory entry without its stream id.
@@ -152,15 +154,24 @@ pub fn encode_object(slices: &[SliceSpec<'_>]) -> Result<(Bytes, Vec<SliceEntry>
             max_bytes: OBJECT_BYTES_MAX,
         });
     }
-    // Both fit: directory_len <= total <= OBJECT_BYTES_MAX < u32::MAX.
-    let directory_len = directory_len as u32;
-    let slice_count = slices.len() as u32;
+    // All fit (directory_len <= total <= OBJECT_BYTES_MAX < u32::MAX, and at most
+    // SLICE_COUNT_MAX slices); a conversion that failed would be the refusal of those checks.
+    let too_large = |_| FormatError::TooLarge {
+        bytes: total,
+        max_bytes: OBJECT_BYTES_MAX,
+    };
+    let directory_len = u32::try_from(directory_len).map_err(too_large)?;
+    let capacity = usize::try_from(total).map_err(too_large)?;
+    let slice_count = u32::try_from(slices.len()).map_err(|_| FormatError::TooManySlices {
+        count: slices.len() as u64,
+        max: SLICE_COUNT_MAX,
+    })?;
 
-    let mut buf = BytesMut::with_capacity(total as usize);
+    let mut buf = BytesMut::with_capacity(capacity);
     buf.put_slice(&MAGIC);
     buf.put_u16_le(FORMAT_VERSION);
     buf.put_u16_le(0);
-    buf.put_u32_le(HEADER_LEN as u32);
+    buf.put_u32_le(HEADER_LEN_FIELD);
     buf.put_u32_le(slice_count);
     buf.put_u32_le(directory_len);
     buf.put_u64_le(payload_len);
@@ -267,7 +278,9 @@ pub fn decode_object(bytes: &[u8]) -> Result<Vec<SliceEntry>, FormatError> {
                 found: end,
             });
         }
-        let payload = &bytes[entry.offset as usize..end as usize];
+        // Both at most `actual`, the length of `bytes`, so both fit a usize.
+        let range = as_index(entry.offset)..as_index(end);
+        let payload = &bytes[range];
         verify_crc(Region::Slice(index), payload, entry.crc32c)?;
         expected_offset = end;
     }
@@ -443,8 +456,8 @@ fn take_entry(buf: &[u8], index: usize) -> Result<(SliceEntry, &[u8]), FormatErr
         crc32c: le_u32(f, 12),
         batch_count: le_u32(f, 16),
         record_count: le_u32(f, 20),
-        min_timestamp: le_u64(f, 24) as i64,
-        max_timestamp: le_u64(f, 32) as i64,
+        min_timestamp: le_i64(f, 24),
+        max_timestamp: le_i64(f, 32),
     };
     if entry.len == 0 {
         return Err(FormatError::EmptySlice { index });
@@ -461,7 +474,7 @@ fn take_entry(buf: &[u8], index: usize) -> Result<(SliceEntry, &[u8]), FormatErr
 
 fn put_entry(buf: &mut BytesMut, entry: &SliceEntry) {
     // The caller checked the stream id length against STREAM_ID_BYTES_MAX (< u16::MAX).
-    buf.put_u16_le(entry.stream.len() as u16);
+    buf.put_u16_le(u16::try_from(entry.stream.len()).unwrap_or(u16::MAX));
     buf.put_slice(entry.stream.as_bytes());
     buf.put_u64_le(entry.offset);
     buf.put_u32_le(entry.len);
@@ -522,4 +535,16 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(a)
+}
+
+fn le_i64(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_le_bytes(a)
+}
+
+/// A position within an object in memory as an index: objects are at most OBJECT_BYTES_MAX
+/// bytes, so it always fits.
+fn as_index(position: u64) -> usize {
+    usize::try_from(position).unwrap_or(usize::MAX)
 }
