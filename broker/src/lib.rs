@@ -16,4 +16,5 @@ pub mod server;
 pub mod slots;
 pub mod stats;
 pub mod storage_errors;
+pub mod tls;
 pub mod topic_names;
