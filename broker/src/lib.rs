@@ -9,6 +9,7 @@ pub mod context;
 pub mod fetch_session;
 pub mod groups;
 pub mod handlers;
+pub mod listener;
 pub mod producers;
 pub mod security;
 pub mod sequencer;
