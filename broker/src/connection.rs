@@ -1,5 +1,9 @@
-//! One client connection. Kafka applies the requests of a connection strictly one after the
-//! other, and so do we, with one exception nobody can observe: consecutive Produce requests
+//! One client connection, plain TCP or TLS (the stream is a `listener::stream::Transport`,
+//! split into a reading and a writing half), whose security the listener settled in its
+//! `Session` before the first request is read here.
+//!
+//! Kafka applies the requests of a connection strictly one after the other, and so do we,
+//! with one exception nobody can observe: consecutive Produce requests
 //! overlap their object writes and index commits, because their appends are submitted to
 //! storage in request order (see `sequencer`) before any of them waits for durability. Every
 //! other request waits until all earlier ones have taken effect, and holds back every later
