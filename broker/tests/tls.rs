@@ -452,3 +452,69 @@ async fn sighup_reloads_the_certificate_of_the_broker_process_and_logs_no_secret
         assert!(!log.contains(body), "a key reached the log");
     }
 }
+
+#[tokio::test]
+async fn every_broker_of_a_cluster_is_named_by_its_address_on_the_listener_asked() {
+    let ca = Ca::new("ca");
+    let files = Files::write(&ca, &ca.server("broker"));
+    let data = tempfile::tempdir().unwrap();
+    let mut brokers = Vec::new();
+    for id in ["1", "2"] {
+        let mut args = vec![
+            "broker".to_string(),
+            "--listeners".into(),
+            "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0".into(),
+            "--broker-id".into(),
+            id.into(),
+            "--data-dir".into(),
+            data.path().display().to_string(),
+            "--compaction".into(),
+            "false".into(),
+        ];
+        args.extend(files.args());
+        let config = broker::config::Config::load_from(args).unwrap();
+        brokers.push(broker::app::start(config).await.unwrap());
+    }
+    let port = |b: &broker::app::Running, listener: &str| {
+        i32::from(b.listener_addr(listener).unwrap().port())
+    };
+    let expected = |listener: &str| -> Vec<(i32, i32)> {
+        vec![
+            (1, port(&brokers[0], listener)),
+            (2, port(&brokers[1], listener)),
+        ]
+    };
+    let listed = |response| {
+        let mut brokers: Vec<(i32, i32)> = expect_kind!(response, Metadata)
+            .brokers
+            .iter()
+            .map(|b| (b.node_id.0, b.port))
+            .collect();
+        brokers.sort();
+        brokers
+    };
+    // Membership is followed asynchronously: wait until broker 1 sees broker 2.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut plain = Client::connect(brokers[0].listener_addr("PLAINTEXT").unwrap()).await;
+        let on_plain = listed(
+            plain
+                .call(ApiKey::Metadata, 12, MetadataRequest::default())
+                .await,
+        );
+        if on_plain == expected("PLAINTEXT") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{on_plain:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let config = pki::client_config(&ca, None, None);
+    let mut tls = pki::connect(brokers[0].listener_addr("SSL").unwrap(), config)
+        .await
+        .unwrap();
+    let on_tls = call_on(&mut tls, ApiKey::Metadata, 12, MetadataRequest::default()).await;
+    assert_eq!(listed(on_tls.unwrap()), expected("SSL"));
+    for running in brokers {
+        running.shutdown().await;
+    }
+}
