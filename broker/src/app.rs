@@ -130,7 +130,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let tls_reload = tls.map(|tls| crate::tls::reload::spawn(tls, shutdown_rx.clone()));
     let local_addr = node.listeners[0].local_addr;
     let advertised = &node.listeners[0].advertised;
-    tracing::info!(%local_addr, ?advertised, broker_id = node.broker_id, %cluster_id, objects = %object_url, metastore = %config.metastore, "broker listening");
+    tracing::info!(%local_addr, %advertised, broker_id = node.broker_id, %cluster_id, objects = %object_url, metastore = %config.metastore, "broker listening");
     let listeners = node.listeners.clone();
     let broker = Arc::new(Broker {
         config,
@@ -260,7 +260,7 @@ async fn bind(
             .advertised
             .clone()
             .unwrap_or_else(|| advertised_default(&listener.name, local_addr));
-        tracing::info!(listener = %listener.name, protocol = listener.protocol.name(), addr = %local_addr, ?advertised, "listener bound");
+        tracing::info!(listener = %listener.name, protocol = listener.protocol.name(), addr = %local_addr, %advertised, "listener bound");
         let node = NodeListener {
             name: listener.name.clone(),
             protocol: listener.protocol,

@@ -164,6 +164,16 @@ pub struct Endpoint {
     pub port: i32,
 }
 
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
 impl Endpoint {
     pub fn parse(value: &str) -> Result<Endpoint, ConfigError> {
         let invalid = |reason: &str| ConfigError::Invalid {

@@ -188,3 +188,47 @@ fn read(setting: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
     }
     std::fs::read(path).map_err(failed)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn key_file(mode: u32) -> tempfile::NamedTempFile {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::set_permissions(file.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        file
+    }
+
+    #[test]
+    fn only_a_key_its_owner_alone_may_access_passes() {
+        for mode in [0o600, 0o400, 0o700] {
+            assert!(
+                check_key_permissions(key_file(mode).path()).is_ok(),
+                "{mode:o}"
+            );
+        }
+        for mode in [0o640, 0o604, 0o644, 0o660, 0o601] {
+            let error = check_key_permissions(key_file(mode).path()).unwrap_err();
+            assert!(
+                matches!(error, TlsError::KeyPermissions { mode: m, .. } if m == mode),
+                "{mode:o}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_key_file_that_does_not_parse_is_reported_without_its_content() {
+        let file = key_file(0o600);
+        let secret =
+            "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1ieXRlcyE=\n-----END PRIVATE KEY-----\n";
+        std::fs::write(file.path(), secret.replace("c2V", "!!!")).unwrap();
+        let error = private_key(file.path(), false).unwrap_err().to_string();
+        assert!(
+            error.contains("holds no unencrypted PEM private key"),
+            "{error}"
+        );
+        assert!(!error.contains("!!!jcmV0"), "{error}");
+    }
+}

@@ -162,3 +162,65 @@ impl ServerTls {
         self.current.read().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A self-signed certificate for localhost and its key, as PEM.
+    fn identity(name: &str) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
+    }
+
+    fn write(dir: &std::path::Path, (cert, key): &(String, String)) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(dir.join("cert.pem"), cert).unwrap();
+        std::fs::write(dir.join("key.pem"), key).unwrap();
+        let mode = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(dir.join("key.pem"), mode).unwrap();
+    }
+
+    fn config(dir: &std::path::Path) -> TlsConfig {
+        TlsConfig {
+            cert_file: dir.join("cert.pem"),
+            key_file: dir.join("key.pem"),
+            client_ca: None,
+            principal_mapping: PrincipalMapper::default(),
+            key_file_permissions_unchecked: false,
+            reload_interval_ms: 0,
+            handshake_timeout_ms: 1000,
+        }
+    }
+
+    fn served(tls: &ServerTls) -> Arc<ServerConfig> {
+        tls.lock().server.clone()
+    }
+
+    #[test]
+    fn reload_loads_changed_files_and_keeps_the_old_ones_when_the_new_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &identity("one"));
+        let tls = ServerTls::load(config(dir.path())).unwrap();
+        let first = served(&tls);
+        assert!(
+            !tls.reload(false).unwrap(),
+            "unchanged files are not reloaded"
+        );
+        assert!(Arc::ptr_eq(&first, &served(&tls)));
+        // A certificate with another certificate's key: refused, the first pair stays.
+        let (two, three) = (identity("two-longer-name"), identity("three"));
+        write(dir.path(), &(two.0.clone(), three.1));
+        assert!(matches!(tls.reload(false), Err(TlsError::Identity(_))));
+        assert!(Arc::ptr_eq(&first, &served(&tls)));
+        write(dir.path(), &two);
+        assert!(tls.reload(false).unwrap());
+        assert!(!Arc::ptr_eq(&first, &served(&tls)));
+        // SIGHUP reloads even unchanged files.
+        assert!(tls.reload(true).unwrap());
+    }
+}
