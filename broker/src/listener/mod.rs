@@ -103,7 +103,10 @@ struct Named {
 }
 
 fn configured(r: &Resolved, listeners: &str) -> Result<Vec<Named>, ConfigError> {
-    if r.source(s::LISTEN.key) != Some(Source::Default) {
+    // A `listen` at its default value, as `--print-config` writes it into a file, says nothing.
+    let listen_given = r.source(s::LISTEN.key) != Some(Source::Default)
+        && r.get(&s::LISTEN) != s::LISTEN.default_value();
+    if listen_given {
         return Err(invalid(
             s::LISTEN.key,
             "set listen or listeners, not both (listen is the shorthand for one PLAINTEXT listener)",

@@ -115,6 +115,27 @@ fn listeners_come_from_the_environment_and_the_file_too() {
 }
 
 #[test]
+fn what_print_config_writes_loads_back() {
+    let args = [
+        "--listeners",
+        "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+    ];
+    let args = [
+        &args[..],
+        &["--listener-security-protocol-map", "INTERNAL:PLAINTEXT"],
+    ]
+    .concat();
+    let printed = Startup::load(std::iter::once("broker").chain(args), &[])
+        .unwrap()
+        .resolved
+        .print();
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut file, printed.as_bytes()).unwrap();
+    let path = file.path().to_str().unwrap();
+    assert_eq!(listeners(&["--config", path]).len(), 2);
+}
+
+#[test]
 fn errors_name_the_setting_to_fix() {
     assert_eq!(
         error(&["--listeners", "PLAINTEXT:/127.0.0.1:9092"]),
