@@ -3,7 +3,7 @@
 
   rdkafka_bench.py create  --bootstrap B --topic T --partitions N
   rdkafka_bench.py produce --bootstrap B --topic T --count N --size BYTES [--rate R] [-X k=v ...]
-  rdkafka_bench.py consume --bootstrap B --topic T --count N
+  rdkafka_bench.py consume --bootstrap B --topic T --count N [-X k=v ...]
   rdkafka_bench.py e2e     --bootstrap B --topic T --count N --size BYTES --rate R
 
 Each mode prints one JSON line on stdout. Produce latency is send-to-delivery-report; e2e latency
@@ -121,13 +121,14 @@ def produce(args):
     return 0 if errors[0] == 0 and remaining == 0 else 1
 
 
-def assigned_consumer(bootstrap, topic, start_at_end=False):
+def assigned_consumer(bootstrap, topic, start_at_end=False, props=None):
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"rdkafka-bench-{os.getpid()}-{time.monotonic_ns()}",
             "enable.auto.commit": False,
             "auto.offset.reset": "latest" if start_at_end else "earliest",
+            **(props or {}),
         }
     )
     metadata = consumer.list_topics(topic, timeout=30)
@@ -139,7 +140,7 @@ def assigned_consumer(bootstrap, topic, start_at_end=False):
 
 
 def consume(args):
-    consumer = assigned_consumer(args.bootstrap, args.topic)
+    consumer = assigned_consumer(args.bootstrap, args.topic, props=parse_props(args.X))
     received = 0
     received_bytes = 0
     start = None

@@ -131,7 +131,8 @@ class Process:
         time.sleep(1)
 
 
-def start_kafka(directory, classpath):
+def start_kafka(directory, classpath, extra_properties=""):
+    """`extra_properties` are appended: a later line wins (bench/tls.py adds an SSL listener)."""
     os.makedirs(directory)
     props = os.path.join(directory, "server.properties")
     with open(props, "w") as f:
@@ -153,6 +154,7 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 """)
+        f.write(extra_properties)
     with open(os.path.join(directory, "log4j2.properties"), "w") as f:
         f.write("status = error\nappender.file.type = File\nappender.file.name = file\n"
                 "appender.file.fileName = ${sys:kafka.logs.dir}/server.log\n"

@@ -14,8 +14,10 @@ use tokio::task::JoinHandle;
 
 use crate::catalog::{Catalog, CatalogError};
 use crate::config::{Config, ConfigError, Endpoint};
-use crate::context::{Broker, Node};
-use crate::server;
+use crate::context::{Broker, Node, NodeListener};
+use crate::listener::ListenerConfig;
+use crate::server::{self, Bound};
+use crate::tls::ServerTls;
 
 /// Incremental fetch sessions kept at once; the least recently used is evicted past it.
 const FETCH_SESSIONS_MAX: usize = 1000;
@@ -37,17 +39,25 @@ pub enum StartError {
     Catalog(#[from] CatalogError),
     #[error("cannot load consumer groups: {0}")]
     Groups(#[from] crate::groups::store::StoreError),
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("listener {listener}: cannot listen on {addr}: {source}")]
     Bind {
-        addr: SocketAddr,
+        listener: String,
+        addr: String,
         source: std::io::Error,
     },
+    #[error("cannot set up TLS: {0}")]
+    Tls(#[from] crate::tls::files::TlsError),
+    #[error("loading the TLS files stopped: {0}")]
+    TlsTask(tokio::task::JoinError),
 }
 
 /// A started broker.
 pub struct Running {
+    /// The first listener's address.
     pub local_addr: SocketAddr,
+    pub listeners: Vec<NodeListener>,
     pub broker: Arc<Broker>,
+    tls_reload: Option<JoinHandle<()>>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<()>,
     /// The in-process compactor, when `--compaction` is on.
@@ -58,6 +68,8 @@ pub struct Running {
 }
 
 pub async fn start(config: Config) -> Result<Running, StartError> {
+    // First, so that a bad certificate or key stops the broker before it touches any store.
+    let tls = load_tls(&config).await?;
     let object_url = config.object_store_url.clone();
     let compactor_config = config.compaction.then(|| config.compactor_config());
     let objects =
@@ -89,44 +101,13 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     )
     .await?;
 
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| StartError::Bind {
-            addr: config.listen,
-            source,
-        })?;
-    let local_addr = listener.local_addr().map_err(|source| StartError::Bind {
-        addr: config.listen,
-        source,
-    })?;
-    let endpoint = match &config.advertised_listener {
-        Some(advertised) => Endpoint::parse(advertised)?,
-        None => {
-            if local_addr.ip().is_unspecified() {
-                tracing::warn!(%local_addr, "listening on all interfaces without --advertised-listener; advertising 127.0.0.1");
-            }
-            let host = if local_addr.ip().is_unspecified() {
-                "127.0.0.1".to_string()
-            } else {
-                local_addr.ip().to_string()
-            };
-            Endpoint {
-                host,
-                port: i32::from(local_addr.port()),
-            }
-        }
-    };
+    let bound = bind(&config.listeners, tls.as_ref()).await?;
     let node = Node {
         broker_id: config.broker_id,
-        endpoint,
+        listeners: bound.iter().map(|b| b.listener.node.clone()).collect(),
         rack: config.rack.clone(),
     };
-    let me = crate::cluster::Member {
-        broker_id: node.broker_id,
-        host: node.endpoint.host.clone(),
-        port: node.endpoint.port,
-        rack: node.rack.clone(),
-    };
+    let me = member(&node);
     let membership = crate::cluster::Membership::start(
         coordination_meta.clone(),
         me,
@@ -144,7 +125,13 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     groups.start_offset_expiry(owns);
     let producers =
         crate::producers::Producers::new(coordination_meta.clone(), membership.generation());
-    tracing::info!(%local_addr, advertised = ?node.endpoint, broker_id = node.broker_id, %cluster_id, objects = %object_url, metastore = %config.metastore, "broker listening");
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    // Before the line below, which scripts wait for: from then on SIGHUP reloads.
+    let tls_reload = tls.map(|tls| crate::tls::reload::spawn(tls, shutdown_rx.clone()));
+    let local_addr = node.listeners[0].local_addr;
+    let advertised = &node.listeners[0].advertised;
+    tracing::info!(%local_addr, %advertised, broker_id = node.broker_id, %cluster_id, objects = %object_url, metastore = %config.metastore, "broker listening");
+    let listeners = node.listeners.clone();
     let broker = Arc::new(Broker {
         config,
         node,
@@ -156,7 +143,6 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         membership,
         producers,
     });
-    let (shutdown, shutdown_rx) = watch::channel(false);
     let compaction = compactor_config.map(|compactor_config| {
         let compactor = compactor::Compactor::new(
             objects.clone(),
@@ -173,9 +159,11 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                 .await
         })
     });
-    let server = tokio::spawn(server::run(listener, broker.clone(), shutdown_rx));
+    let server = tokio::spawn(server::run(bound, broker.clone(), shutdown_rx));
     Ok(Running {
         local_addr,
+        listeners,
+        tls_reload,
         broker,
         shutdown,
         server,
@@ -187,6 +175,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
 }
 
 impl Running {
+    /// The bound address of listener `name`.
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        self.listeners
+            .iter()
+            .find(|l| l.name == name)
+            .map(|l| l.local_addr)
+    }
+
     /// Stops accepting, finishes in-flight requests, flushes storage, closes the stores.
     pub async fn shutdown(self) {
         // Leave the cluster first, so that other brokers stop naming this one at once.
@@ -196,6 +192,9 @@ impl Running {
         self.broker.groups.shutdown().await;
         if let Err(error) = self.server.await {
             tracing::error!(%error, "server task failed");
+        }
+        if let Some(reload) = self.tls_reload {
+            let _ = reload.await;
         }
         if let Some(compaction) = self.compaction {
             if let Err(error) = compaction.await {
@@ -214,6 +213,112 @@ impl Running {
             }
         }
         tracing::info!("broker stopped");
+    }
+}
+
+/// Loads the TLS files when a listener needs them (file reads, off the async threads).
+async fn load_tls(config: &Config) -> Result<Option<Arc<ServerTls>>, StartError> {
+    let Some(tls) = config.tls.clone() else {
+        return Ok(None);
+    };
+    let loaded = tokio::task::spawn_blocking(move || ServerTls::load(tls))
+        .await
+        .map_err(StartError::TlsTask)??;
+    Ok(Some(loaded))
+}
+
+/// Binds every listener, in order, and works out what each advertises.
+async fn bind(
+    listeners: &[ListenerConfig],
+    tls: Option<&Arc<ServerTls>>,
+) -> Result<Vec<Bound>, StartError> {
+    if listeners.is_empty() {
+        // The settings always give one; the node and its membership record need one.
+        return Err(StartError::Config(ConfigError::Invalid {
+            key: crate::config::settings::LISTENERS.key.into(),
+            reason: "no listener".into(),
+        }));
+    }
+    let mut bound = Vec::with_capacity(listeners.len());
+    for listener in listeners {
+        // An empty host binds every interface, as in Kafka.
+        let host = if listener.host.is_empty() {
+            "0.0.0.0"
+        } else {
+            listener.host.as_str()
+        };
+        let failed = |source| StartError::Bind {
+            listener: listener.name.clone(),
+            addr: listener.url(),
+            source,
+        };
+        let tcp = TcpListener::bind((host, listener.port))
+            .await
+            .map_err(failed)?;
+        let local_addr = tcp.local_addr().map_err(failed)?;
+        let advertised = listener
+            .advertised
+            .clone()
+            .unwrap_or_else(|| advertised_default(&listener.name, local_addr));
+        tracing::info!(listener = %listener.name, protocol = listener.protocol.name(), addr = %local_addr, %advertised, "listener bound");
+        let node = NodeListener {
+            name: listener.name.clone(),
+            protocol: listener.protocol,
+            local_addr,
+            advertised,
+        };
+        let tls = match (listener.protocol.uses_tls(), tls) {
+            (false, _) => None,
+            (true, Some(tls)) => Some(tls.clone()),
+            // The settings require the TLS files of a TLS listener; never serve it in clear.
+            (true, None) => {
+                return Err(StartError::Config(ConfigError::Invalid {
+                    key: crate::tls::settings::SSL_CERT_FILE.key.into(),
+                    reason: format!("required by the TLS listener {}", listener.name),
+                }))
+            }
+        };
+        bound.push(Bound {
+            tcp,
+            listener: server::Listener { node, tls },
+        });
+    }
+    Ok(bound)
+}
+
+/// The bound address, or 127.0.0.1 for a listener on every interface (with a warning: remote
+/// clients cannot use it).
+fn advertised_default(name: &str, local_addr: SocketAddr) -> Endpoint {
+    let host = if local_addr.ip().is_unspecified() {
+        tracing::warn!(listener = name, %local_addr, "listening on all interfaces without an advertised address; advertising 127.0.0.1");
+        "127.0.0.1".to_string()
+    } else {
+        local_addr.ip().to_string()
+    };
+    Endpoint {
+        host,
+        port: i32::from(local_addr.port()),
+    }
+}
+
+/// This broker's membership record: every listener's advertised address, the first one's also
+/// where brokers predating named listeners look for it.
+fn member(node: &Node) -> crate::cluster::Member {
+    let first = &node.listeners[0].advertised;
+    crate::cluster::Member {
+        broker_id: node.broker_id,
+        host: first.host.clone(),
+        port: first.port,
+        rack: node.rack.clone(),
+        listeners: node
+            .listeners
+            .iter()
+            .map(|l| crate::cluster::AdvertisedListener {
+                name: l.name.clone(),
+                host: l.advertised.host.clone(),
+                port: l.advertised.port,
+            })
+            .collect(),
     }
 }
 

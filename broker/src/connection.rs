@@ -1,5 +1,9 @@
-//! One client connection. Kafka applies the requests of a connection strictly one after the
-//! other, and so do we, with one exception nobody can observe: consecutive Produce requests
+//! One client connection, plain TCP or TLS (the stream is a `listener::stream::Transport`,
+//! split into a reading and a writing half), whose security the listener settled in its
+//! `Session` before the first request is read here.
+//!
+//! Kafka applies the requests of a connection strictly one after the other, and so do we,
+//! with one exception nobody can observe: consecutive Produce requests
 //! overlap their object writes and index commits, because their appends are submitted to
 //! storage in request order (see `sequencer`) before any of them waits for durability. Every
 //! other request waits until all earlier ones have taken effect, and holds back every later
@@ -17,9 +21,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use protocol::codec::{self, RequestError};
 use protocol::frame::{self, read_frame_body, read_frame_len, wait_for_frame, FrameError};
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::{
     mpsc, watch, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, OwnedSemaphorePermit, RwLock,
     Semaphore,
@@ -30,12 +32,10 @@ use tokio::time::{timeout, Duration};
 use crate::config::Config;
 use crate::context::Broker;
 use crate::handlers;
+use crate::listener::stream::Transport;
 use crate::security::Session;
 use crate::sequencer::Sequencer;
 use crate::slots::Slot;
-
-/// The name of the one listener `--listen` opens.
-const PLAINTEXT_LISTENER: &str = "PLAINTEXT";
 
 /// A request's place in the connection's order, held until its handler has returned.
 /// Produce requests share the order with each other; every other request has it alone.
@@ -70,24 +70,24 @@ enum Reply {
 /// Request bytes being read or served, across every connection (`queued_max_request_bytes`).
 pub type RequestBytes = Arc<Semaphore>;
 
-pub async fn serve(
-    stream: TcpStream,
-    peer: SocketAddr,
+/// Serves the requests of one connection, plain TCP or TLS (after its handshake), whose
+/// security is `session`.
+pub async fn serve<S: Transport>(
+    stream: S,
+    session: Session,
     broker: Arc<Broker>,
     mut shutdown: watch::Receiver<bool>,
     mut slot: Slot,
     request_bytes: RequestBytes,
 ) {
-    if let Err(error) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, %error, "cannot set nodelay");
-    }
-    let (reader, writer) = stream.into_split();
+    let peer = session.peer;
+    let (reader, writer) = stream.into_halves();
     let (queue, replies) = mpsc::channel::<JoinHandle<Reply>>(broker.config.max_inflight_requests);
     let writer_task = tokio::spawn(write_replies(writer, replies, peer));
     let mut frames = FrameReader::new(reader, &broker.config, request_bytes);
     let produce_order = Sequencer::default();
     // What requests see of the connection's security; shared with their tasks.
-    let session = Arc::new(Session::plaintext(PLAINTEXT_LISTENER, peer));
+    let session = Arc::new(session);
     // Taken by the reader alone, one request at a time, so turns are granted in request order.
     let order = Arc::new(RwLock::new(()));
 
@@ -164,8 +164,8 @@ pub struct Permits {
 /// Reads a connection's frames with its limits: the wait for a frame is bounded by
 /// `connections_max_idle_ms` (while nothing is in flight), a started frame must arrive within
 /// `frame_read_timeout_ms`, and its body is allocated only once its byte permits are held.
-struct FrameReader {
-    reader: BufReader<OwnedReadHalf>,
+struct FrameReader<R> {
+    reader: BufReader<R>,
     max_frame_bytes: usize,
     idle: Duration,
     read_timeout: Duration,
@@ -178,8 +178,8 @@ struct FrameReader {
 /// the buffer and goes straight to its own allocation.
 const READ_BUFFER_BYTES: usize = 16 << 10;
 
-impl FrameReader {
-    fn new(reader: OwnedReadHalf, config: &Config, request_bytes: RequestBytes) -> FrameReader {
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    fn new(reader: R, config: &Config, request_bytes: RequestBytes) -> FrameReader<R> {
         FrameReader {
             reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader),
             max_frame_bytes: config.max_frame_bytes,
@@ -267,8 +267,16 @@ impl FrameReader {
     }
 }
 
+/// A TLS ClientHello read as a frame length: record type 22 (handshake), version 3.x.
+fn is_tls_hello(size_bytes: i64) -> bool {
+    size_bytes >> 16 == 0x1603
+}
+
 fn log_read_end<T>(peer: SocketAddr, error: FrameError) -> Option<T> {
     match error {
+        FrameError::TooLarge { size_bytes, .. } if is_tls_hello(size_bytes) => {
+            tracing::info!(%peer, "closing connection: a tls handshake on a plaintext listener");
+        }
         FrameError::TooLarge {
             size_bytes,
             max_bytes,
@@ -312,8 +320,8 @@ async fn respond(
     }
 }
 
-async fn write_replies(
-    writer: tokio::net::tcp::OwnedWriteHalf,
+async fn write_replies<W: AsyncWrite + Unpin>(
+    writer: W,
     mut replies: mpsc::Receiver<JoinHandle<Reply>>,
     peer: SocketAddr,
 ) {

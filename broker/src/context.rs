@@ -1,16 +1,28 @@
 //! The shared state every request handler sees.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::catalog::Catalog;
 use crate::config::{Config, Endpoint};
+use crate::security::SecurityProtocol;
 
 /// This broker as clients see it.
 #[derive(Debug, Clone)]
 pub struct Node {
     pub broker_id: i32,
-    pub endpoint: Endpoint,
+    /// In the order configured; never empty.
+    pub listeners: Vec<NodeListener>,
     pub rack: Option<String>,
+}
+
+/// One bound listener.
+#[derive(Debug, Clone)]
+pub struct NodeListener {
+    pub name: String,
+    pub protocol: SecurityProtocol,
+    pub local_addr: SocketAddr,
+    pub advertised: Endpoint,
 }
 
 pub struct Broker {

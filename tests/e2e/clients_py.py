@@ -44,15 +44,17 @@ def _run_consumer(poll_batch, count, timeout_s, close) -> ConsumeHandle:
 class ConfluentDriver(Driver):
     name = "confluent"
 
-    def __init__(self, bootstrap):
+    def __init__(self, bootstrap, security=None):
+        """security: librdkafka settings added to every client (security.protocol, ssl.*)."""
         super().__init__(bootstrap)
         from confluent_kafka.admin import AdminClient
-        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.security = security or {}
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, **self.security})
 
     def produce(self, topic, records, codec="none"):
         from confluent_kafka import Producer
         p = Producer({"bootstrap.servers": self.bootstrap, "compression.type": codec, "acks": "all",
-                      "linger.ms": 5, "enable.idempotence": False, "max.in.flight": 1})
+                      "linger.ms": 5, "enable.idempotence": False, "max.in.flight": 1, **self.security})
         results = [None] * len(records)
 
         def done(i):
@@ -74,7 +76,7 @@ class ConfluentDriver(Driver):
     def _consumer(self):
         from confluent_kafka import Consumer
         return Consumer({"bootstrap.servers": self.bootstrap, "group.id": "e2e-unused",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 200})
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 200, **self.security})
 
     def consume_async(self, topic, partition, start, count, timeout_s=20):
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
@@ -134,11 +136,16 @@ class ConfluentDriver(Driver):
 class KafkaPythonDriver(Driver):
     name = "kafka-python"
 
+    def __init__(self, bootstrap, security=None):
+        """security: keyword arguments added to every client (security_protocol, ssl_*)."""
+        super().__init__(bootstrap)
+        self.security = security or {}
+
     def produce(self, topic, records, codec="none"):
         from kafka import KafkaProducer
         p = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=5,
                           compression_type=None if codec == "none" else codec,
-                          max_in_flight_requests_per_connection=1)
+                          max_in_flight_requests_per_connection=1, **self.security)
         try:
             futures = [p.send(topic, value=_b(r.get("value")), key=_b(r.get("key")),
                               partition=r.get("partition", 0), timestamp_ms=r.get("ts"),
@@ -151,7 +158,7 @@ class KafkaPythonDriver(Driver):
     def _consumer(self):
         from kafka import KafkaConsumer
         return KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False, group_id=None,
-                             fetch_max_wait_ms=200, consumer_timeout_ms=1000)
+                             fetch_max_wait_ms=200, consumer_timeout_ms=1000, **self.security)
 
     def consume_async(self, topic, partition, start, count, timeout_s=20):
         from kafka import TopicPartition
@@ -196,7 +203,7 @@ class KafkaPythonDriver(Driver):
 
     def _admin(self):
         from kafka.admin import KafkaAdminClient
-        return KafkaAdminClient(bootstrap_servers=self.bootstrap)
+        return KafkaAdminClient(bootstrap_servers=self.bootstrap, **self.security)
 
     def create_topic(self, topic, partitions, config):
         from kafka.admin import NewTopic

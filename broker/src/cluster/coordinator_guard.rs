@@ -94,6 +94,7 @@ mod tests {
             host: "h".into(),
             port: 1,
             rack: None,
+            listeners: Vec::new(),
         }
     }
 

@@ -15,6 +15,6 @@ pub mod membership;
 pub mod placement;
 pub mod produce_guard;
 
-pub use member::Member;
+pub use member::{AdvertisedListener, Member};
 pub use membership::Membership;
 pub use placement::{client_zone, Placement};

@@ -99,6 +99,7 @@ mod tests {
             host: format!("b{id}"),
             port: 9092 + id,
             rack: Some(rack.to_string()),
+            listeners: Vec::new(),
         }
     }
 

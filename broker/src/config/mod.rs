@@ -6,7 +6,6 @@
 pub mod settings;
 
 use std::ffi::OsString;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Command;
@@ -16,12 +15,16 @@ use storage::settings::{process_env, Mode, Resolved};
 pub use storage::settings::SettingsError as ConfigError;
 
 use self::settings as s;
+use crate::listener::ListenerConfig;
+use crate::tls::TlsConfig;
 
 /// Settings of one broker process, as the rest of the broker reads them.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub listen: SocketAddr,
-    pub advertised_listener: Option<String>,
+    /// `--listeners`, or the one PLAINTEXT listener of `--listen`; never empty.
+    pub listeners: Vec<ListenerConfig>,
+    /// The TLS setup, when a listener uses TLS.
+    pub tls: Option<TlsConfig>,
     pub data_dir: PathBuf,
     /// The object store URL, `file://<data_dir>/objects` unless set.
     pub object_store_url: String,
@@ -99,9 +102,12 @@ impl Config {
         let location = Location::from_settings(r)?;
         let storage = storage::StorageConfig::from_settings(r, &location.object_store_url);
         let compactor = compactor::CompactorConfig::from_settings(r, &location.object_store_url)?;
+        let listeners = crate::listener::from_settings(r)?;
+        let tls_listener = listeners.iter().find(|l| l.protocol.uses_tls());
+        let tls = TlsConfig::from_settings(r, tls_listener.map(|l| l.name.as_str()))?;
         Ok(Config {
-            listen: r.get(&s::LISTEN),
-            advertised_listener: r.get(&s::ADVERTISED_LISTENER),
+            listeners,
+            tls,
             data_dir: location.data_dir,
             object_store_url: location.object_store_url,
             metastore: location.metastore,
@@ -156,6 +162,16 @@ impl Config {
 pub struct Endpoint {
     pub host: String,
     pub port: i32,
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
 }
 
 impl Endpoint {

@@ -8,8 +8,17 @@ use storage::config::settings::{ENGINE, LOCATION};
 use storage::settings::{topic_settings, AnySetting, Resolved, Schema, Setting, Unit};
 
 use super::Endpoint;
+use crate::listener::parse;
 
-pub static NODE: &[&dyn AnySetting] = &[&LISTEN, &ADVERTISED_LISTENER, &BROKER_ID, &RACK];
+pub static NODE: &[&dyn AnySetting] = &[
+    &LISTEN,
+    &ADVERTISED_LISTENER,
+    &LISTENERS,
+    &LISTENER_SECURITY_PROTOCOL_MAP,
+    &ADVERTISED_LISTENERS,
+    &BROKER_ID,
+    &RACK,
+];
 pub static TOPICS: &[&dyn AnySetting] = &[&AUTO_CREATE_TOPICS, &DEFAULT_PARTITIONS];
 pub static CONNECTIONS: &[&dyn AnySetting] = &[
     &MAX_FRAME_BYTES,
@@ -35,6 +44,7 @@ pub static GROUPS: &[&dyn AnySetting] = &[
 pub fn schema() -> Schema {
     let schema = Schema::new("broker", "BROKER_")
         .group("Listener and cluster", NODE.iter().copied())
+        .group("TLS", crate::tls::settings::TLS.iter().copied())
         .group("Data", LOCATION.iter().copied())
         .group("Topics", TOPICS.iter().copied())
         .group("Connections", CONNECTIONS.iter().copied())
@@ -82,7 +92,7 @@ pub static ADVERTISED_LISTENER: Setting<Option<String>> = Setting::new(
     "advertised_listener",
     None,
     Unit::None,
-    "`host:port` clients are told to connect to in Metadata (a `PLAINTEXT://` scheme is accepted)",
+    "`host:port` clients of the listen address are told to connect to in Metadata (a `PLAINTEXT://` scheme is accepted)",
 )
 .default_note("the bound listen address")
 .checked(|value| match value {
@@ -91,6 +101,42 @@ pub static ADVERTISED_LISTENER: Setting<Option<String>> = Setting::new(
         Err(super::ConfigError::Invalid { reason, .. }) => Err(reason),
         Err(other) => Err(other.to_string()),
     },
+    None => Ok(()),
+});
+
+pub static LISTENERS: Setting<Option<String>> = Setting::new(
+    "listeners",
+    None,
+    Unit::None,
+    "Kafka-style listeners, `NAME://host:port,...` (`PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093`; an empty host binds every interface); instead of listen",
+)
+.default_note("`PLAINTEXT://<listen>`")
+.checked(|value| match value {
+    Some(value) => parse::addresses(value).map(drop),
+    None => Ok(()),
+});
+
+pub static LISTENER_SECURITY_PROTOCOL_MAP: Setting<Option<String>> = Setting::new(
+    "listener_security_protocol_map",
+    None,
+    Unit::None,
+    "`NAME:PROTOCOL,...`: the security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) of listeners named otherwise (`EXTERNAL:SSL`)",
+)
+.default_note("a listener named after a protocol uses it")
+.checked(|value| match value {
+    Some(value) => parse::protocol_map(value).map(drop),
+    None => Ok(()),
+});
+
+pub static ADVERTISED_LISTENERS: Setting<Option<String>> = Setting::new(
+    "advertised_listeners",
+    None,
+    Unit::None,
+    "`NAME://host:port,...`: what Metadata, FindCoordinator and DescribeCluster tell the clients of each listener (Kafka's `advertised.listeners`)",
+)
+.default_note("each listener's bound address")
+.checked(|value| match value {
+    Some(value) => parse::addresses(value).map(drop),
     None => Ok(()),
 });
 

@@ -29,7 +29,7 @@ fn file(text: &str) -> tempfile::NamedTempFile {
 #[test]
 fn defaults_match_the_command_line_contract() {
     let config = config(&[]).unwrap();
-    assert_eq!(config.listen, "127.0.0.1:9092".parse().unwrap());
+    assert_eq!(config.listeners[0].url(), "PLAINTEXT://127.0.0.1:9092");
     assert_eq!(config.data_dir, PathBuf::from("./data"));
     assert_eq!(config.metastore, "embedded");
     assert!(config.auto_create_topics);

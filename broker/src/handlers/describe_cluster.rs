@@ -1,4 +1,5 @@
-//! DescribeCluster: the live brokers; the lowest live id is the "controller" clients are told about.
+//! DescribeCluster: the live brokers, at their addresses for the listener the request came
+//! through; the lowest live id is the "controller" clients are told about.
 
 use std::sync::Arc;
 
@@ -7,12 +8,16 @@ use kafka_protocol::messages::{DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::ResponseError;
 
 use super::metadata::CLUSTER_OPERATIONS;
-use super::{broker_id, str_bytes};
+use super::{broker_id, str_bytes, RequestContext};
 use crate::context::Broker;
 
 const ENDPOINT_BROKERS: i8 = 1;
 
-pub fn handle(broker: &Arc<Broker>, request: DescribeClusterRequest) -> DescribeClusterResponse {
+pub fn handle(
+    broker: &Arc<Broker>,
+    context: &RequestContext,
+    request: DescribeClusterRequest,
+) -> DescribeClusterResponse {
     let placement = broker.membership.placement();
     let controller = placement
         .members()
@@ -41,12 +46,15 @@ pub fn handle(broker: &Arc<Broker>, request: DescribeClusterRequest) -> Describe
             placement
                 .members()
                 .iter()
-                .map(|m| {
-                    DescribeClusterBroker::default()
-                        .with_broker_id(broker_id(m.broker_id))
-                        .with_host(str_bytes(&m.host))
-                        .with_port(m.port)
-                        .with_rack(m.rack.as_deref().map(str_bytes))
+                .filter_map(|m| {
+                    let (host, port) = m.endpoint(&context.listener)?;
+                    Some(
+                        DescribeClusterBroker::default()
+                            .with_broker_id(broker_id(m.broker_id))
+                            .with_host(str_bytes(host))
+                            .with_port(port)
+                            .with_rack(m.rack.as_deref().map(str_bytes)),
+                    )
                 })
                 .collect(),
         )

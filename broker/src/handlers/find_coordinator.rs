@@ -1,5 +1,6 @@
 //! FindCoordinator: the group's coordinator is chosen by `cluster::placement` over the live
-//! brokers (v4+ answers batched keys). Committed offsets and group records live in the
+//! brokers, and named by its address for the listener the request came through (v4+ answers
+//! batched keys). Committed offsets and group records live in the
 //! MetaStore, so a coordinator change loses no committed offset.
 //! Transactions are not supported, so TRANSACTION keys get TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 //! what Kafka answers a client it will not serve a transactional id: librdkafka and the Java
@@ -11,7 +12,7 @@ use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::{broker_id, str_bytes};
+use super::{broker_id, str_bytes, RequestContext};
 use crate::context::Broker;
 
 const KEY_TYPE_GROUP: i8 = 0;
@@ -19,6 +20,7 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 
 pub fn handle(
     broker: &Broker,
+    context: &RequestContext,
     version: i16,
     request: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
@@ -31,11 +33,11 @@ pub fn handle(
         let coordinators = request
             .coordinator_keys
             .into_iter()
-            .map(|key| coordinator(broker, key_type, key))
+            .map(|key| coordinator(broker, &context.listener, key_type, key))
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    let found = coordinator(broker, key_type, request.key);
+    let found = coordinator(broker, &context.listener, key_type, request.key);
     let response = FindCoordinatorResponse::default()
         .with_error_code(found.error_code)
         .with_node_id(found.node_id)
@@ -48,7 +50,7 @@ pub fn handle(
     }
 }
 
-fn coordinator(broker: &Broker, key_type: i8, key: StrBytes) -> Coordinator {
+fn coordinator(broker: &Broker, listener: &str, key_type: i8, key: StrBytes) -> Coordinator {
     let refuse = |error: ResponseError, message: &str| {
         Coordinator::default()
             .with_key(key.clone())
@@ -62,11 +64,18 @@ fn coordinator(broker: &Broker, key_type: i8, key: StrBytes) -> Coordinator {
         KEY_TYPE_GROUP => {
             let placement = broker.membership.placement();
             let chosen = placement.group_coordinator(&key);
+            // As Kafka: a coordinator without this listener cannot be reached by this client.
+            let Some((host, port)) = chosen.endpoint(listener) else {
+                return refuse(
+                    ResponseError::CoordinatorNotAvailable,
+                    "the coordinator has no endpoint for this listener",
+                );
+            };
             Coordinator::default()
                 .with_key(key.clone())
                 .with_node_id(broker_id(chosen.broker_id))
-                .with_host(str_bytes(&chosen.host))
-                .with_port(chosen.port)
+                .with_host(str_bytes(host))
+                .with_port(port)
                 .with_error_message(None)
         }
         KEY_TYPE_TRANSACTION => refuse(

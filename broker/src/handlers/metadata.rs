@@ -1,6 +1,7 @@
-//! Metadata: the live brokers, and every requested topic with each partition's leader chosen
-//! by `cluster::placement` (preferring the client's zone). Unknown topics are created when both
-//! the broker setting and the request allow it.
+//! Metadata: the live brokers at their addresses for the listener the request came through,
+//! and every requested topic with each partition's leader chosen by `cluster::placement`
+//! (preferring the client's zone). Unknown topics are created when both the broker setting
+//! and the request allow it.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
-use super::{broker_id, create_topics, str_bytes, topic_name};
+use super::{broker_id, create_topics, str_bytes, topic_name, RequestContext};
 use crate::catalog::Topic;
 use crate::cluster::Placement;
 use crate::context::Broker;
@@ -29,6 +30,7 @@ pub(super) const CLUSTER_OPERATIONS: i32 =
 
 pub async fn handle(
     broker: &Arc<Broker>,
+    context: &RequestContext,
     version: i16,
     zone: Option<&str>,
     request: MetadataRequest,
@@ -38,16 +40,22 @@ pub async fn handle(
     let at = Leaders {
         placement: &placement,
         zone,
+        listener: &context.listener,
+        version,
     };
+    // Brokers without this listener are left out, as Kafka leaves them out.
     let brokers = placement
         .members()
         .iter()
-        .map(|m| {
-            MetadataResponseBroker::default()
-                .with_node_id(broker_id(m.broker_id))
-                .with_host(str_bytes(&m.host))
-                .with_port(m.port)
-                .with_rack(m.rack.as_deref().map(str_bytes))
+        .filter_map(|m| {
+            let (host, port) = m.endpoint(&context.listener)?;
+            Some(
+                MetadataResponseBroker::default()
+                    .with_node_id(broker_id(m.broker_id))
+                    .with_host(str_bytes(host))
+                    .with_port(port)
+                    .with_rack(m.rack.as_deref().map(str_bytes)),
+            )
         })
         .collect();
     let include_ops = version >= 8 && request.include_topic_authorized_operations;
@@ -154,6 +162,31 @@ async fn by_name(
     }
 }
 
+fn partition(at: &Leaders<'_>, topic: &Topic, index: i32) -> MetadataResponsePartition {
+    let leader = at.placement.partition_leader(&topic.name, index, at.zone);
+    if leader.endpoint(at.listener).is_none() {
+        // Kafka's answer when the leader has no endpoint for the client's listener.
+        let error = if at.version >= 6 {
+            ResponseError::ListenerNotFound
+        } else {
+            ResponseError::LeaderNotAvailable
+        };
+        return MetadataResponsePartition::default()
+            .with_partition_index(index)
+            .with_error_code(error.code())
+            .with_leader_id(broker_id(-1));
+    }
+    let leader = broker_id(leader.broker_id);
+    // Data lives in shared storage, so the leader is the only "replica" worth naming; the
+    // epoch stays 0 because leadership carries no state to fence.
+    MetadataResponsePartition::default()
+        .with_partition_index(index)
+        .with_leader_id(leader)
+        .with_leader_epoch(0)
+        .with_replica_nodes(vec![leader])
+        .with_isr_nodes(vec![leader])
+}
+
 fn by_id(
     broker: &Arc<Broker>,
     at: &Leaders<'_>,
@@ -169,29 +202,17 @@ fn by_id(
     }
 }
 
-/// The membership snapshot and client zone one Metadata answer is computed from.
+/// The membership snapshot, client zone and listener one Metadata answer is computed from.
 struct Leaders<'a> {
     placement: &'a Placement,
     zone: Option<&'a str>,
+    listener: &'a str,
+    version: i16,
 }
 
 fn describe(at: &Leaders<'_>, topic: &Topic, include_ops: bool) -> MetadataResponseTopic {
     let partitions = (0..topic.record.partitions)
-        .map(|index| {
-            let leader = broker_id(
-                at.placement
-                    .partition_leader(&topic.name, index, at.zone)
-                    .broker_id,
-            );
-            // Data lives in shared storage, so the leader is the only "replica" worth naming;
-            // the epoch stays 0 because leadership carries no state to fence.
-            MetadataResponsePartition::default()
-                .with_partition_index(index)
-                .with_leader_id(leader)
-                .with_leader_epoch(0)
-                .with_replica_nodes(vec![leader])
-                .with_isr_nodes(vec![leader])
-        })
+        .map(|index| partition(at, topic, index))
         .collect();
     MetadataResponseTopic::default()
         .with_name(Some(topic_name(&topic.name)))

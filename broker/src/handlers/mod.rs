@@ -141,14 +141,14 @@ impl Call<'_> {
                 ResponseKind::ApiVersions(api_versions::handle(version, &r))
             }
             RequestKind::Metadata(r) => ResponseKind::Metadata(
-                metadata::handle(broker, version, client_zone(self.header), r).await,
+                metadata::handle(broker, self.context, version, client_zone(self.header), r).await,
             ),
             RequestKind::DescribeCluster(r) => {
-                ResponseKind::DescribeCluster(describe_cluster::handle(broker, r))
+                ResponseKind::DescribeCluster(describe_cluster::handle(broker, self.context, r))
             }
-            RequestKind::FindCoordinator(r) => {
-                ResponseKind::FindCoordinator(find_coordinator::handle(broker, version, r))
-            }
+            RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(
+                find_coordinator::handle(broker, self.context, version, r),
+            ),
             RequestKind::InitProducerId(r) => {
                 ResponseKind::InitProducerId(init_producer_id::handle(broker, r).await)
             }

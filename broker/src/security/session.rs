@@ -59,13 +59,30 @@ pub struct Session {
 }
 
 impl Session {
-    /// A connection on a PLAINTEXT listener named `listener`.
-    pub fn plaintext(listener: impl Into<String>, peer: SocketAddr) -> Session {
+    /// A connection from `peer` on the listener `listener`, whose protocol is `protocol`:
+    /// `principal` is `User:ANONYMOUS` on PLAINTEXT, the mapped certificate subject (or
+    /// anonymous) on SSL.
+    pub fn new(
+        listener: impl Into<String>,
+        protocol: SecurityProtocol,
+        peer: SocketAddr,
+        principal: Principal,
+    ) -> Session {
         Session {
             listener: listener.into(),
-            protocol: SecurityProtocol::Plaintext,
+            protocol,
             peer,
-            principal: Principal::anonymous(),
+            principal,
         }
+    }
+
+    /// A connection on a PLAINTEXT listener named `listener`.
+    pub fn plaintext(listener: impl Into<String>, peer: SocketAddr) -> Session {
+        Session::new(
+            listener,
+            SecurityProtocol::Plaintext,
+            peer,
+            Principal::anonymous(),
+        )
     }
 }

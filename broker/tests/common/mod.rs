@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod pki;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -18,7 +20,7 @@ use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEnc
 use protocol::codec;
 use protocol::frame;
 use tempfile::TempDir;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use uuid::Uuid;
 
@@ -53,10 +55,38 @@ impl TestBroker {
 
 async fn start_in(dir: &TempDir, extra_args: &[&str]) -> Running {
     let data_dir = dir.path().to_str().unwrap().to_string();
-    let mut args = vec!["broker", "--listen", "127.0.0.1:0", "--data-dir", &data_dir];
+    let mut args = vec!["broker", "--data-dir", &data_dir];
+    // A test that names its listeners does without the one of `--listen`.
+    if !extra_args.contains(&"--listeners") {
+        args.extend(["--listen", "127.0.0.1:0"]);
+    }
     args.extend_from_slice(extra_args);
     let config = Config::load_from(args).unwrap();
     app::start(config).await.unwrap()
+}
+
+/// Sends one request on any stream (plain TCP or TLS); the response body, or `None` once the
+/// broker closed the connection.
+pub async fn call_on<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    api_key: ApiKey,
+    version: i16,
+    body: impl Into<RequestKind>,
+) -> Option<ResponseKind> {
+    let header = RequestHeader::default()
+        .with_request_api_key(api_key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(7)
+        .with_client_id(Some(StrBytes::from_static_str("broker-tests")));
+    let frame = codec::encode_request(&header, &body.into()).unwrap();
+    stream.write_all(&frame).await.ok()?;
+    let read = tokio::time::timeout(Duration::from_secs(10), frame::read_frame(stream, 64 << 20))
+        .await
+        .expect("no response within 10 s");
+    let response = read.ok().flatten()?;
+    let (header, body) = codec::decode_response(api_key, version, response).unwrap();
+    assert_eq!(header.correlation_id, 7);
+    Some(body)
 }
 
 pub struct Client {

@@ -3,7 +3,8 @@
 // Usage: franz MODE --bootstrap B --topic T [--flag value]...
 // Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
 // describe-configs, create-partitions, delete-topic, group (a consumer group member, see
-// group.go). Each result is one JSON object per stdout line;
+// group.go). --tls-ca, --tls-cert and --tls-key connect over TLS (see tls.go; not in group
+// mode). Each result is one JSON object per stdout line;
 // a failure prints {"error": "..."} and exits 1.
 package main
 
@@ -89,6 +90,9 @@ func main() {
 
 	seeds := strings.Split(get("bootstrap", "127.0.0.1:9092"), ",")
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("e2e-franz")}
+	if cfg := tlsConfig(get); cfg != nil {
+		opts = append(opts, kgo.DialTLSConfig(cfg))
+	}
 	mode := os.Args[1]
 	if mode == "group" {
 		group(seeds, topic, get("group", ""), get("balancer", "cooperative-sticky"), timeout)

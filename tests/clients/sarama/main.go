@@ -2,7 +2,8 @@
 //
 // Usage: sarama MODE --bootstrap B --topic T [--flag value]...
 // Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
-// describe-configs, create-partitions, delete-topic. Each result is one JSON object per stdout line;
+// describe-configs, create-partitions, delete-topic. --tls-ca, --tls-cert and --tls-key connect
+// over TLS (see tls.go). Each result is one JSON object per stdout line;
 // a failure prints {"error": "..."} and exits 1.
 package main
 
@@ -88,6 +89,10 @@ func main() {
 	}[get("codec", "none")]
 	cfg.Consumer.MaxWaitTime = 200 * time.Millisecond
 	cfg.Consumer.Return.Errors = true
+	if tlsCfg := tlsConfig(get); tlsCfg != nil {
+		cfg.Net.TLS.Enable = true
+		cfg.Net.TLS.Config = tlsCfg
+	}
 
 	brokers := strings.Split(get("bootstrap", "127.0.0.1:9092"), ",")
 	topic := get("topic", "")

@@ -79,7 +79,17 @@ type Setting = (&'static str, String, ConfigType, &'static str);
 fn own_settings(broker: &Broker) -> Vec<Setting> {
     let config = &broker.config;
     let node = &broker.node;
-    let listener = |host: &str, port: i32| format!("PLAINTEXT://{host}:{port}");
+    let listeners = |address: fn(&crate::context::NodeListener) -> (String, i32)| {
+        let urls: Vec<String> = node
+            .listeners
+            .iter()
+            .map(|l| {
+                let (host, port) = address(l);
+                crate::listener::url(&l.name, &host, port)
+            })
+            .collect();
+        urls.join(",")
+    };
     let mut out: Vec<Setting> = vec![
         (
             "broker.id",
@@ -89,18 +99,15 @@ fn own_settings(broker: &Broker) -> Vec<Setting> {
         ),
         (
             "listeners",
-            listener(
-                &config.listen.ip().to_string(),
-                i32::from(config.listen.port()),
-            ),
+            listeners(|l| (l.local_addr.ip().to_string(), i32::from(l.local_addr.port()))),
             ConfigType::String,
-            "The address the Kafka listener binds to (--listen).",
+            "The addresses the Kafka listeners bind to (--listeners, or --listen).",
         ),
         (
             "advertised.listeners",
-            listener(&node.endpoint.host, node.endpoint.port),
+            listeners(|l| (l.advertised.host.clone(), l.advertised.port)),
             ConfigType::String,
-            "The address clients are told to connect to (--advertised-listener).",
+            "The addresses clients are told to connect to (--advertised-listeners, or --advertised-listener).",
         ),
         (
             "log.dirs",

@@ -1,8 +1,10 @@
 package e2e;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
@@ -12,11 +14,15 @@ import java.util.Properties;
  * describe-configs, create-partitions, delete-topic, group (a consumer group member), describe-group,
  * commit-async (one commitAsync per record), init-transactions,
  * static-member (a member with a group.instance.id that closes without leaving).
+ * {@code --property k=v} (repeatable) adds a client property to every client, e.g. the
+ * {@code security.protocol} and {@code ssl.*} settings of a TLS listener.
  * Every result is one JSON object per stdout line;
  * a failure prints {"error": "..."} and exits 1.
  */
 public final class Main {
     static final ObjectMapper JSON = new ObjectMapper();
+    /** The --property k=v pairs, applied by {@link #common}. */
+    static final List<String> PROPERTIES = new ArrayList<>();
 
     public static void main(String[] argv) {
         if (argv.length < 1) {
@@ -26,6 +32,10 @@ public final class Main {
         for (int i = 1; i + 1 < argv.length; i += 2) {
             if (!argv[i].startsWith("--")) {
                 fail("expected a --flag, got " + argv[i]);
+            }
+            if (argv[i].equals("--property")) {
+                PROPERTIES.add(argv[i + 1]);
+                continue;
             }
             args.put(argv[i].substring(2), argv[i + 1]);
         }
@@ -59,6 +69,13 @@ public final class Main {
         Properties p = new Properties();
         p.put("bootstrap.servers", need(args, "bootstrap"));
         p.put("client.id", "e2e-java");
+        for (String property : PROPERTIES) {
+            int eq = property.indexOf('=');
+            if (eq < 1) {
+                fail("--property expects k=v, got " + property);
+            }
+            p.put(property.substring(0, eq), property.substring(eq + 1));
+        }
         return p;
     }
 
