@@ -5,11 +5,14 @@ mod api_versions;
 mod configs;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
+mod create_acls;
 mod create_partitions;
 mod create_topics;
+mod delete_acls;
 mod delete_groups;
 mod delete_records;
 mod delete_topics;
+mod describe_acls;
 mod describe_cluster;
 mod describe_groups;
 mod fetch;
@@ -222,6 +225,15 @@ impl Call<'_> {
             RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(
                 delete_records::handle(broker, context, client_zone(self.header), r).await,
             ),
+            RequestKind::CreateAcls(r) => {
+                ResponseKind::CreateAcls(create_acls::handle(broker, context, r).await)
+            }
+            RequestKind::DescribeAcls(r) => {
+                ResponseKind::DescribeAcls(describe_acls::handle(broker, context, r))
+            }
+            RequestKind::DeleteAcls(r) => {
+                ResponseKind::DeleteAcls(delete_acls::handle(broker, context, r).await)
+            }
             other => return Err(other),
         })
     }

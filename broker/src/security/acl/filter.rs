@@ -29,6 +29,32 @@ pub struct AclBindingFilter {
 }
 
 impl AclBindingFilter {
+    /// A filter from the wire fields of DescribeAcls and DeleteAcls (unknown codes decode as
+    /// UNKNOWN, which [`Self::check_known`] refuses).
+    pub fn from_codes(
+        resource_type: i8,
+        name: Option<String>,
+        pattern_type: i8,
+        principal: Option<String>,
+        host: Option<String>,
+        operation: i8,
+        permission: i8,
+    ) -> AclBindingFilter {
+        AclBindingFilter {
+            pattern: PatternFilter {
+                resource_type: ResourceType::from_code(resource_type),
+                name,
+                pattern_type: PatternType::from_code(pattern_type),
+            },
+            entry: EntryFilter {
+                principal,
+                host,
+                operation: AclOperation::from_code(operation),
+                permission: PermissionType::from_code(permission),
+            },
+        }
+    }
+
     /// Kafka refuses filters with an UNKNOWN field; `Err` names the part (its message).
     pub fn check_known(&self) -> Result<(), &'static str> {
         if self.pattern.resource_type == ResourceType::Unknown
