@@ -51,7 +51,10 @@ impl TestBroker {
     }
 }
 
-async fn start_in(dir: &TempDir, extra_args: &[&str]) -> Running {
+/// A broker on `dir`, which another broker of this process may use too: they share the
+/// embedded metadata store (and its notifications) and the object store, as brokers of one
+/// cluster do.
+pub async fn start_in(dir: &TempDir, extra_args: &[&str]) -> Running {
     let data_dir = dir.path().to_str().unwrap().to_string();
     let mut args = vec!["broker", "--listen", "127.0.0.1:0", "--data-dir", &data_dir];
     args.extend_from_slice(extra_args);
