@@ -174,7 +174,8 @@ impl AclIndex {
     }
 
     /// StandardAuthorizerData's `findAclRule`: the ACLs on the resource's name, on every
-    /// prefix of it, then on `*`, for this principal (or `User:*`) and host.
+    /// prefix of it, then on `*` (see below for names starting with `*`), for this principal
+    /// (or `User:*`) and host.
     pub fn verdict(
         &self,
         asker: Asker<'_>,
@@ -209,7 +210,11 @@ impl AclIndex {
                 operation,
             );
         }
-        if name != WILDCARD {
+        // Kafka's search walks its ACLs in reverse name order and skips a LITERAL ACL whose
+        // name is a proper prefix of the resource's, before it can tell that ACL is the `*`
+        // wildcard: so `*` applies to every name except those starting with `*` (other than
+        // `*` itself, which the exact lookup above covers). Kept, to answer as Kafka does.
+        if !name.starts_with(WILDCARD) {
             if let Some(entries) = section.literal.get(WILDCARD) {
                 found.scan(
                     &pattern(WILDCARD, PatternType::Literal),

@@ -458,3 +458,19 @@ fn the_index_counts_bindings_once() {
         }
     );
 }
+
+#[test]
+fn the_wildcard_does_not_apply_to_names_starting_with_a_star_as_in_kafka() {
+    // Found by kafka_authorizer_cases: StandardAuthorizer skips `*` for `*c` (see index.rs).
+    let f = Fixture::with(
+        vec![acl(Group, "*", Literal, "User:*", "*", Read, Deny)],
+        &[],
+        true,
+    );
+    assert!(!f.allows("bob", Read, Group, "c"));
+    assert!(!f.allows("bob", Read, Group, "*"));
+    assert!(
+        f.allows("bob", Read, Group, "*c"),
+        "no acl applies: the default allows"
+    );
+}
