@@ -5,6 +5,7 @@
 //! notification stream ends, and every [`RESYNC_INTERVAL`] in case notifications were dropped
 //! (the embedded store drops the oldest for a subscriber that falls 4096 behind).
 
+use std::collections::HashSet;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::time::Duration;
 
@@ -89,13 +90,12 @@ impl AclStore {
     /// Rebuilds the index from a listing of the keys; returns the number of ACLs.
     async fn reload(&self) -> Result<usize, MetaError> {
         let keys = self.meta.list(key::PREFIX, key::END, None).await?;
-        let index = AclIndex::from_bindings(keys.iter().filter_map(|k| {
-            let binding = key::decode(k);
-            if binding.is_none() {
-                tracing::warn!(key = %k, "ignoring an acl key this broker cannot read");
-            }
-            binding
-        }));
+        let bindings: Vec<AclBinding> = keys.iter().filter_map(|k| key::decode(k)).collect();
+        if bindings.len() < keys.len() {
+            let ignored = keys.len() - bindings.len();
+            tracing::warn!(ignored, "ignoring acl keys this broker cannot read");
+        }
+        let index = AclIndex::from_bindings(bindings);
         let count = index.len();
         if count > self.acls_max {
             tracing::warn!(
@@ -189,9 +189,12 @@ impl AclStore {
                     .collect()
             }
         };
+        // As Kafka, every filter answers all it matched, even what an earlier filter of the
+        // same request deleted.
+        let mut gone = HashSet::new();
         let mut results = Vec::with_capacity(filters.len());
         for filter in filters {
-            results.push(self.delete_matching(filter, &stored).await);
+            results.push(self.delete_matching(filter, &stored, &mut gone).await);
         }
         results
     }
@@ -200,6 +203,7 @@ impl AclStore {
         &self,
         filter: &AclBindingFilter,
         stored: &[AclBinding],
+        gone: &mut HashSet<AclBinding>,
     ) -> Result<Vec<AclBinding>, AclError> {
         filter.check_known().map_err(AclError::InvalidFilter)?;
         let mut matching: Vec<AclBinding> = stored
@@ -213,6 +217,10 @@ impl AclStore {
         matching.sort();
         let mut deleted = Vec::with_capacity(matching.len());
         for binding in matching {
+            if gone.contains(&binding) {
+                deleted.push(binding);
+                continue;
+            }
             match self
                 .meta
                 .delete(&key::encode(&binding), Expect::Any, None)
@@ -221,9 +229,10 @@ impl AclStore {
                 Ok(()) => {
                     tracing::info!(acl = %binding, "acl deleted");
                     self.write().remove(&binding);
+                    gone.insert(binding.clone());
                     deleted.push(binding);
                 }
-                // An earlier filter of this request, or another broker, deleted it first.
+                // Another broker deleted it since the listing.
                 Err(MetaError::KeyNotFound) => {
                     self.write().remove(&binding);
                 }
