@@ -22,6 +22,7 @@ scripts/install-test-deps.sh
 step "format and lint"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+scripts/check-architecture.sh
 
 step "rust unit, conformance and integration tests ($(free_disk))"
 cargo test --workspace --locked

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{SystemTime, UNIX_EPOCH};
+use storage::clock::system_now_ms as now_ms;
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -368,12 +368,6 @@ impl Catalog {
 
 fn encode(record: &TopicRecord) -> Bytes {
     storage::topics::encode(record)
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

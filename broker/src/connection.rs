@@ -226,7 +226,8 @@ impl FrameReader {
                     return false;
                 }
                 Err(_) if self.is_idle() => {
-                    tracing::info!(%peer, idle_ms = self.idle.as_millis() as u64, "closing idle connection");
+                    let idle_ms = storage::clock::duration_ms(self.idle);
+                    tracing::info!(%peer, idle_ms, "closing idle connection");
                     return false;
                 }
                 Err(_) => continue,
@@ -280,7 +281,7 @@ fn log_read_end<T>(peer: SocketAddr, error: FrameError) -> Option<T> {
 }
 
 fn log_slow_frame<T>(peer: SocketAddr, read_timeout: Duration) -> Option<T> {
-    let timeout_ms = read_timeout.as_millis() as u64;
+    let timeout_ms = storage::clock::duration_ms(read_timeout);
     tracing::info!(%peer, timeout_ms, "closing connection: frame not received in time");
     None
 }

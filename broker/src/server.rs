@@ -15,7 +15,7 @@ use crate::context::Broker;
 use crate::slots::Slots;
 
 pub async fn run(listener: TcpListener, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
-    tune_allocator();
+    storage::allocator::tune();
     let config = &broker.config;
     let slots = Slots::new(config.max_connections, config.max_connections_per_ip);
     let request_bytes = Arc::new(Semaphore::new(config.queued_max_request_bytes));
@@ -72,29 +72,5 @@ pub async fn run(listener: TcpListener, broker: Arc<Broker>, mut shutdown: watch
             "shutdown timeout: aborting connections"
         );
         connections.shutdown().await;
-    }
-}
-
-/// Keeps glibc from returning request-sized buffers (1-32 MiB frames, WAL objects, rebuilt row
-/// groups) to the kernel after each use: by default it maps each one afresh and trims the heap
-/// back, so every request paid a page fault per 4 KiB (12% of produce CPU, measured with perf;
-/// 5% with these settings). Memory stays bounded by the broker's own limits on pending bytes
-/// and caches; only the allocator keeps its freed pages for reuse.
-fn tune_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        const MMAP_THRESHOLD_BYTES: libc::c_int = 32 << 20;
-        const TRIM_THRESHOLD_BYTES: libc::c_int = 512 << 20;
-        // SAFETY: mallopt only sets allocator parameters; it takes the allocator's own locks
-        // and has no preconditions on the caller. A zero return means "unchanged", not harm.
-        let (mmap, trim) = unsafe {
-            (
-                libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES),
-                libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES),
-            )
-        };
-        if mmap == 0 || trim == 0 {
-            tracing::debug!("allocator thresholds left at their defaults");
-        }
     }
 }

@@ -4,6 +4,12 @@
 
 // Test code: an unexpected error fails the test with the value it got.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// Test code: offsets, counts, sizes and times of test data are converted with `as`.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
 
 mod common;
 

@@ -12,6 +12,8 @@ use storage::settings::{Mode, SettingsError, DEFAULT_LOG_FILTER};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
+    // Before any thread allocates.
+    storage::allocator::tune();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())

@@ -121,7 +121,8 @@ impl OrphanSweeper<'_> {
             out.entry(stream.to_string())
                 .or_default()
                 .push(CompactedFile {
-                    last_modified_ms: meta.last_modified.timestamp_millis().max(0) as u64,
+                    last_modified_ms: u64::try_from(meta.last_modified.timestamp_millis())
+                        .unwrap_or(0),
                     key,
                 });
         }
@@ -241,7 +242,7 @@ mod tests {
                 write_time_ms: 0,
                 batches: vec![BatchMeta {
                     len: 4,
-                    records: end as u32,
+                    records: u32::try_from(end).unwrap(),
                     max_timestamp: 0,
                     producer: None,
                 }],

@@ -35,7 +35,8 @@ pub async fn scan(
                 streams.dedup();
                 out.push(WalObject {
                     key,
-                    last_modified_ms: meta.last_modified.timestamp_millis().max(0) as u64,
+                    last_modified_ms: u64::try_from(meta.last_modified.timestamp_millis())
+                        .unwrap_or(0),
                     streams,
                 });
             }

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub trait Clock: Send + Sync + 'static {
     /// Milliseconds since the Unix epoch.
@@ -25,7 +25,12 @@ impl Clock for SystemClock {
 pub fn system_now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .map_or(0, duration_ms)
+}
+
+/// Whole milliseconds of a duration, saturating (at more than 500 million years).
+pub fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The system clock as a shared handle, the default everywhere.
@@ -80,7 +85,7 @@ impl TokioClock {
 
 impl Clock for TokioClock {
     fn now_ms(&self) -> u64 {
-        let elapsed = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let elapsed = duration_ms(self.start.elapsed());
         self.epoch_ms.saturating_add(elapsed)
     }
 }

@@ -3,6 +3,7 @@
 //! reads them back by offset. Knows nothing of Kafka requests: callers hand in opaque payloads
 //! with per-batch metadata ([`BatchMeta`]).
 
+pub mod allocator;
 mod cache;
 pub mod clock;
 pub mod compacted;

@@ -3,6 +3,12 @@
 
 // Test code: an unexpected error fails the test with the value it got.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// Test code: indices, small counts and lengths of test data are converted with `as`.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

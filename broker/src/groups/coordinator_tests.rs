@@ -3,6 +3,13 @@
 //! see members expired at their session deadline exactly, however late the timer task would
 //! have come.
 
+// Test code: test times and counts converted with `as`.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
+
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -80,18 +87,18 @@ async fn classic_static_member_that_stops_heartbeating_is_gone_at_its_session_ti
         assignments: vec![(joined.member_id.clone(), Bytes::from_static(b"a"))],
     };
     assert_eq!(coordinator.sync("g", sync).await.error, None);
-    clock.advance(1_000);
+    clock.advance_ms(1_000);
     let beat = coordinator
         .heartbeat("g", &joined.member_id, Some("i1"), joined.generation_id)
         .await;
     assert_eq!(beat, Ok(()));
     // It closes without leaving.
-    clock.advance(SESSION_MS - 1);
+    clock.advance_ms(SESSION_MS - 1);
     assert_eq!(
         coordinator.delete("g").await,
         Err(ResponseError::NonEmptyGroup)
     );
-    clock.advance(1);
+    clock.advance_ms(1);
     assert_eq!(coordinator.delete("g").await, Ok(()));
 }
 
@@ -112,25 +119,25 @@ async fn consumer_group_static_member_that_left_is_gone_a_session_after_its_last
         .heartbeat("k", heartbeat(JOIN_EPOCH, true), &topics)
         .await
         .unwrap();
-    clock.advance(1_000);
+    clock.advance_ms(1_000);
     consumer
         .heartbeat("k", heartbeat(joined.member_epoch, false), &topics)
         .await
         .unwrap();
     // It closes 700 ms later with epoch -2: its partitions wait for it, but not longer than
     // the session its last heartbeat started.
-    clock.advance(700);
+    clock.advance_ms(700);
     let left = consumer
         .heartbeat("k", heartbeat(STATIC_LEAVE_EPOCH, false), &topics)
         .await
         .unwrap();
     assert_eq!(left.member_epoch, STATIC_LEAVE_EPOCH);
-    clock.advance(SESSION_MS - 700 - 1);
+    clock.advance_ms(SESSION_MS - 700 - 1);
     assert_eq!(
         coordinator.delete("k").await,
         Err(ResponseError::NonEmptyGroup)
     );
-    clock.advance(1);
+    clock.advance_ms(1);
     assert_eq!(coordinator.delete("k").await, Ok(()));
 }
 
@@ -177,7 +184,7 @@ async fn stable_classic_member(
         assignments: vec![(joined.member_id.clone(), Bytes::from_static(b"a"))],
     };
     assert_eq!(coordinator.sync(group, sync).await.error, None);
-    clock.advance(1_000);
+    clock.advance_ms(1_000);
     let beat = coordinator
         .heartbeat(group, &joined.member_id, None, joined.generation_id)
         .await;
@@ -200,12 +207,12 @@ async fn classic_seen(
 async fn describe_and_list_show_a_classic_member_gone_at_its_session_deadline() {
     let (_dir, clock, coordinator) = idle_coordinator().await;
     stable_classic_member(&coordinator, &clock, "g").await;
-    clock.advance(SESSION_MS - 1);
+    clock.advance_ms(SESSION_MS - 1);
     assert_eq!(
         classic_seen(&coordinator, "g").await,
         (GroupState::Stable, 1, GroupState::Stable)
     );
-    clock.advance(1);
+    clock.advance_ms(1);
     // The timer task never runs here: DescribeGroups itself acts on the passed deadline.
     assert_eq!(
         classic_seen(&coordinator, "g").await,
@@ -217,7 +224,7 @@ async fn describe_and_list_show_a_classic_member_gone_at_its_session_deadline() 
 async fn list_alone_shows_a_classic_group_empty_at_its_members_session_deadline() {
     let (_dir, clock, coordinator) = idle_coordinator().await;
     stable_classic_member(&coordinator, &clock, "g").await;
-    clock.advance(SESSION_MS);
+    clock.advance_ms(SESSION_MS);
     let listed = coordinator.list().await;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].state, GroupState::Empty);
@@ -227,7 +234,7 @@ async fn list_alone_shows_a_classic_group_empty_at_its_members_session_deadline(
 async fn what_describe_saw_expire_is_stored() {
     let (dir, clock, coordinator) = idle_coordinator().await;
     stable_classic_member(&coordinator, &clock, "g").await;
-    clock.advance(SESSION_MS);
+    clock.advance_ms(SESSION_MS);
     assert_eq!(
         coordinator.describe("g").await.unwrap().unwrap().state,
         GroupState::Empty
@@ -276,11 +283,11 @@ async fn consumer_seen(
 async fn describe_and_list_show_a_consumer_group_member_gone_at_its_session_deadline() {
     let (_dir, clock, coordinator) = idle_coordinator().await;
     consumer_member(&coordinator, "k").await;
-    clock.advance(SESSION_MS - 1);
+    clock.advance_ms(SESSION_MS - 1);
     let (state, members, listed) = consumer_seen(&coordinator, "k").await;
     assert_ne!(state, ConsumerGroupState::Empty);
     assert_eq!((members, listed), (1, state));
-    clock.advance(1);
+    clock.advance_ms(1);
     assert_eq!(
         consumer_seen(&coordinator, "k").await,
         (ConsumerGroupState::Empty, 0, ConsumerGroupState::Empty)
@@ -291,7 +298,7 @@ async fn describe_and_list_show_a_consumer_group_member_gone_at_its_session_dead
 async fn list_alone_shows_a_consumer_group_empty_at_its_members_session_deadline() {
     let (_dir, clock, coordinator) = idle_coordinator().await;
     consumer_member(&coordinator, "k").await;
-    clock.advance(SESSION_MS);
+    clock.advance_ms(SESSION_MS);
     let listed = coordinator.consumer().list().await;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].state, ConsumerGroupState::Empty);

@@ -135,6 +135,12 @@ impl ExpiryCursor {
 }
 
 #[cfg(test)]
+// Test code: test times converted with `as`.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
 mod tests {
     use super::*;
 

@@ -173,10 +173,10 @@ async fn standalone_offsets_expire_a_retention_after_their_commit_and_the_group_
         )
         .await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-    env.clock.advance(RETENTION_MS - 1);
+    env.clock.advance_ms(RETENTION_MS - 1);
     assert_eq!(expire(&coordinator).await, (0, 0));
     assert_eq!(committed(&coordinator, "solo").await, vec![5, 7]);
-    env.clock.advance(1);
+    env.clock.advance_ms(1);
     assert_eq!(expire(&coordinator).await, (2, 1));
     assert!(committed(&coordinator, "solo").await.is_empty());
     assert!(coordinator.describe("solo").await.unwrap().is_none());
@@ -203,18 +203,18 @@ async fn emptied_group_expires_from_when_it_became_empty_while_an_active_group_k
     };
     commit("left", left.clone(), left_generation).await;
     commit("active", active.clone(), active_generation).await;
-    env.clock.advance(30 * MINUTE_MS);
+    env.clock.advance_ms(30 * MINUTE_MS);
     let results = coordinator.leave("left", &[(left, None)]).await.unwrap();
     assert_eq!(results, vec![Ok(())]);
     let description = coordinator.describe("left").await.unwrap().unwrap();
     assert_eq!(description.state, GroupState::Empty);
 
     // A retention after the commit, but not yet after the group emptied.
-    env.clock.advance(RETENTION_MS - 30 * MINUTE_MS);
+    env.clock.advance_ms(RETENTION_MS - 30 * MINUTE_MS);
     assert_eq!(expire(&coordinator).await, (0, 0));
     assert_eq!(committed(&coordinator, "left").await, vec![42]);
 
-    env.clock.advance(30 * MINUTE_MS);
+    env.clock.advance_ms(30 * MINUTE_MS);
     assert_eq!(expire(&coordinator).await, (1, 1));
     assert!(committed(&coordinator, "left").await.is_empty());
     assert!(coordinator.describe("left").await.unwrap().is_none());
@@ -237,16 +237,16 @@ async fn the_time_a_group_became_empty_survives_a_restart() {
         .commit_offsets("g", &member, None, generation, &[offset("t", 0, 9)])
         .await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-    env.clock.advance(30 * MINUTE_MS);
+    env.clock.advance_ms(30 * MINUTE_MS);
     coordinator.leave("g", &[(member, None)]).await.unwrap();
     coordinator.shutdown().await;
     drop(coordinator);
 
-    env.clock.advance(RETENTION_MS - 1);
+    env.clock.advance_ms(RETENTION_MS - 1);
     let restarted = env.coordinator(config()).await;
     assert_eq!(expire(&restarted).await, (0, 0));
     assert_eq!(committed(&restarted, "g").await, vec![9]);
-    env.clock.advance(1);
+    env.clock.advance_ms(1);
     assert_eq!(expire(&restarted).await, (1, 1));
     assert!(committed(&restarted, "g").await.is_empty());
 }
@@ -261,7 +261,7 @@ async fn groups_coordinated_elsewhere_are_left_alone() {
             .await;
         assert!(results.iter().all(Result::is_ok), "{results:?}");
     }
-    env.clock.advance(RETENTION_MS);
+    env.clock.advance_ms(RETENTION_MS);
     let mut cursor = ExpiryCursor::default();
     let report = coordinator
         .expire_offsets(&|group: &str| group == "mine", &mut cursor)
@@ -288,7 +288,7 @@ async fn runs_are_bounded_and_resume_where_the_last_one_stopped() {
             .await;
         assert!(results.iter().all(Result::is_ok), "{results:?}");
     }
-    env.clock.advance(RETENTION_MS);
+    env.clock.advance_ms(RETENTION_MS);
     let mut cursor = ExpiryCursor::default();
     let mut runs = 0;
     let mut deleted = 0;
@@ -320,7 +320,7 @@ async fn a_fresh_commit_keeps_that_offset_and_its_group() {
         .commit_offsets("g", "", None, -1, &[offset("t", 0, 1), offset("t", 1, 1)])
         .await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-    env.clock.advance(RETENTION_MS);
+    env.clock.advance_ms(RETENTION_MS);
     // A fresh commit of one partition restarts that offset's clock only.
     let results = coordinator
         .commit_offsets("g", "", None, -1, &[offset("t", 1, 2)])
@@ -370,7 +370,7 @@ async fn empty_consumer_protocol_group_loses_its_offsets_and_then_itself() {
         .await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
     // Members keep their offsets however old.
-    env.clock.advance(RETENTION_MS);
+    env.clock.advance_ms(RETENTION_MS);
     assert_eq!(expire(&coordinator).await, (0, 0));
     assert_eq!(committed(&coordinator, "kip848").await, vec![3]);
     consumer
@@ -406,7 +406,7 @@ async fn an_unreadable_group_record_does_not_stop_expiry() {
         .commit_offsets("solo", "", None, -1, &[offset("t", 0, 5)])
         .await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-    env.clock.advance(RETENTION_MS);
+    env.clock.advance_ms(RETENTION_MS);
     assert_eq!(expire(&coordinator).await, (1, 1));
 }
 
@@ -418,7 +418,7 @@ async fn a_broker_that_no_longer_coordinates_a_group_drops_it_instead_of_expirin
     // Another broker loaded the group at start-up; the placement names `live` coordinator.
     let stale = env.coordinator(config()).await;
     stale.set_ownership(Arc::new(|_: &str| false));
-    env.clock.advance(60_000); // past the member's 10 s session on the stale copy
+    env.clock.advance_ms(60_000); // past the member's 10 s session on the stale copy
     stale.tick_all().await;
     // Nothing was written: a fresh load still sees the live coordinator's member.
     let fresh = env.coordinator(config()).await;
@@ -534,20 +534,20 @@ async fn live_consumer_group_loses_old_offsets_of_topics_no_member_subscribes_to
     let coordinator = env.coordinator(config()).await;
     let member = Kip848Member::join(&coordinator, &["t"]).await;
     member.commit(&[offset("t", 0, 1), offset("u", 0, 2)]).await;
-    env.clock.advance(30 * MINUTE_MS);
+    env.clock.advance_ms(30 * MINUTE_MS);
     member.commit(&[offset("u", 1, 3)]).await;
 
-    env.clock.advance(RETENTION_MS - 30 * MINUTE_MS - 1);
+    env.clock.advance_ms(RETENTION_MS - 30 * MINUTE_MS - 1);
     assert_eq!(expire(&coordinator).await, (0, 0));
     assert_eq!(committed(&coordinator, "g").await, vec![1, 2, 3]);
     // A retention after the first commits: `u`'s old offset goes, the recent one stays.
-    env.clock.advance(1);
+    env.clock.advance_ms(1);
     assert_eq!(expire(&coordinator).await, (1, 0));
     assert_eq!(committed(&coordinator, "g").await, vec![1, 3]);
-    env.clock.advance(30 * MINUTE_MS);
+    env.clock.advance_ms(30 * MINUTE_MS);
     assert_eq!(expire(&coordinator).await, (1, 0));
     // The subscribed topic keeps its offset however old, and the group stays.
-    env.clock.advance(10 * RETENTION_MS);
+    env.clock.advance_ms(10 * RETENTION_MS);
     assert_eq!(expire(&coordinator).await, (0, 0));
     assert_eq!(committed(&coordinator, "g").await, vec![1]);
     assert!(coordinator
@@ -565,10 +565,10 @@ async fn subscribing_again_before_the_sweep_keeps_a_topics_offsets() {
     let mut member = Kip848Member::join(&coordinator, &["t", "u"]).await;
     member.commit(&[offset("t", 0, 1), offset("u", 0, 2)]).await;
     member.subscribe(&["t"], None).await;
-    env.clock.advance(RETENTION_MS - 1);
+    env.clock.advance_ms(RETENTION_MS - 1);
     assert_eq!(expire(&coordinator).await, (0, 0));
     member.subscribe(&["t", "u"], None).await;
-    env.clock.advance(1);
+    env.clock.advance_ms(1);
     assert_eq!(expire(&coordinator).await, (0, 0));
     assert_eq!(committed(&coordinator, "g").await, vec![1, 2]);
     // Dropped once more, `u` goes at the next sweep: its commit is a retention old.
@@ -584,7 +584,7 @@ async fn a_topic_matched_by_a_members_regex_keeps_its_offsets() {
     let mut member = Kip848Member::join(&coordinator, &["t"]).await;
     member.subscribe(&["t"], Some("u.*")).await;
     member.commit(&[offset("t", 0, 1), offset("u", 0, 2)]).await;
-    env.clock.advance(RETENTION_MS);
+    env.clock.advance_ms(RETENTION_MS);
     assert_eq!(expire(&coordinator).await, (0, 0));
     assert_eq!(committed(&coordinator, "g").await, vec![1, 2]);
     member.subscribe(&["t"], Some("")).await;
@@ -615,9 +615,9 @@ async fn stable_classic_consumer_group_loses_old_offsets_of_unsubscribed_topics(
         )
         .await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-    env.clock.advance(RETENTION_MS - 1);
+    env.clock.advance_ms(RETENTION_MS - 1);
     assert_eq!(expire(&coordinator).await, (0, 0));
-    env.clock.advance(1);
+    env.clock.advance_ms(1);
     assert_eq!(expire(&coordinator).await, (1, 0));
     assert_eq!(committed(&coordinator, "classic").await, vec![1]);
     let description = coordinator.describe("classic").await.unwrap().unwrap();

@@ -151,7 +151,9 @@ mod tests {
     async fn stored_group_is_loaded_and_held() {
         let groups = registry(10);
         let found = groups
-            .existing("b", read(Some((7, 3))), |r, version| r + version as u32)
+            .existing("b", read(Some((7, 3))), |r, version| {
+                r + u32::try_from(version).unwrap()
+            })
             .await
             .unwrap();
         assert_eq!(*found.unwrap().lock().await, 10);

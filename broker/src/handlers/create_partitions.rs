@@ -89,7 +89,8 @@ async fn grow(
         }
         // Null or empty: the broker places the new partitions (always on itself).
         if let Some(assignments) = topic.assignments.as_ref().filter(|a| !a.is_empty()) {
-            let added = (requested - current) as usize;
+            // Positive (checked above); were it not, no list of assignments would match it.
+            let added = usize::try_from(requested - current).unwrap_or(usize::MAX);
             let only_me = assignments
                 .iter()
                 .all(|a| a.broker_ids.len() == 1 && a.broker_ids[0].0 == me);

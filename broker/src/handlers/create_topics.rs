@@ -151,7 +151,10 @@ fn partition_count(broker: &Broker, topic: &CreatableTopic) -> Result<i32, Refus
             .map(|a| a.partition_index)
             .collect();
         indexes.sort_unstable();
-        let contiguous = indexes.iter().enumerate().all(|(i, p)| *p as usize == i);
+        let contiguous = indexes
+            .iter()
+            .enumerate()
+            .all(|(i, p)| usize::try_from(*p).is_ok_and(|p| p == i));
         let only_me = topic
             .assignments
             .iter()

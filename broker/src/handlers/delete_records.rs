@@ -12,7 +12,7 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use kafka_protocol::ResponseError;
 
-use super::RequestContext;
+use super::{kafka_offset, RequestContext};
 use crate::cluster::Placement;
 use crate::context::Broker;
 use crate::security::authorizer::operations;
@@ -44,7 +44,7 @@ pub async fn handle(
             };
             let result = DeleteRecordsPartitionResult::default().with_partition_index(index);
             partitions.push(match answer {
-                Ok(low_watermark) => result.with_low_watermark(low_watermark as i64),
+                Ok(low_watermark) => result.with_low_watermark(kafka_offset(low_watermark)),
                 Err(error) => {
                     let resource = format!("{name}-{index}");
                     let reason = format!("offset {}", partition.offset);
@@ -88,10 +88,10 @@ async fn delete(
         .map_err(|e| read_error(&e))?;
     let target = match offset {
         HIGH_WATERMARK => bounds.high_watermark,
-        o if o < 0 || o as u64 > bounds.high_watermark => {
-            return Err(ResponseError::OffsetOutOfRange)
-        }
-        o => o as u64,
+        o => match u64::try_from(o) {
+            Ok(o) if o <= bounds.high_watermark => o,
+            _ => return Err(ResponseError::OffsetOutOfRange),
+        },
     };
     // Below the current log start nothing moves; Kafka answers the current low watermark.
     let after = broker

@@ -14,7 +14,7 @@ use record_batch::set_base_offset;
 use storage::{ReadChunk, StorageError};
 use tokio::time::Instant;
 
-use super::{topic_name, RequestContext};
+use super::{kafka_offset, topic_name, RequestContext};
 use crate::context::Broker;
 use crate::fetch_session::{FetchTarget, Plan, Reported};
 use crate::security::acl::CLUSTER_NAME;
@@ -54,13 +54,16 @@ pub async fn handle(
     };
     let denied = authorize(broker, context, &request, &mut plan);
     let limits = Limits {
+        // Negative sizes and waits are 0.
         max_bytes: if version >= 3 {
-            request.max_bytes.max(0) as usize
+            usize::try_from(request.max_bytes).unwrap_or(0)
         } else {
             usize::MAX
         },
-        min_bytes: request.min_bytes.max(0) as usize,
-        wait: Duration::from_millis(request.max_wait_ms.clamp(0, MAX_WAIT_MS_CAP) as u64),
+        min_bytes: usize::try_from(request.min_bytes).unwrap_or(0),
+        wait: Duration::from_millis(
+            u64::try_from(request.max_wait_ms.min(MAX_WAIT_MS_CAP)).unwrap_or(0),
+        ),
     };
     // Refused partitions do not end the wait, as in Kafka; with nothing else to read, the
     // answer goes at once.
@@ -290,17 +293,18 @@ async fn read_target(
         result.error = Some(ResponseError::UnknownTopicOrPartition);
         return result;
     };
-    let limit = budget.min(target.max_bytes.max(0) as usize);
-    let skip_read = target.fetch_offset < 0 || (limit == 0 && !first);
-    if !skip_read {
-        match broker
+    let limit = budget.min(usize::try_from(target.max_bytes).unwrap_or(0));
+    match u64::try_from(target.fetch_offset) {
+        Err(_) => result.error = Some(ResponseError::OffsetOutOfRange),
+        Ok(_) if limit == 0 && !first => {}
+        Ok(fetch_offset) => match broker
             .storage
-            .read(&stream, target.fetch_offset as u64, limit.max(1))
+            .read(&stream, fetch_offset, limit.max(1))
             .await
         {
             Ok(read) => {
-                result.high_watermark = read.bounds.high_watermark as i64;
-                result.log_start_offset = read.bounds.log_start_offset as i64;
+                result.high_watermark = kafka_offset(read.bounds.high_watermark);
+                result.log_start_offset = kafka_offset(read.bounds.log_start_offset);
                 result.records = assemble(&read.chunks, limit, first);
                 return result;
             }
@@ -310,13 +314,11 @@ async fn read_target(
                 }
                 result.error = Some(read_error(&e));
             }
-        }
-    } else if target.fetch_offset < 0 {
-        result.error = Some(ResponseError::OffsetOutOfRange);
+        },
     }
     if let Ok(bounds) = broker.storage.bounds(&stream).await {
-        result.high_watermark = bounds.high_watermark as i64;
-        result.log_start_offset = bounds.log_start_offset as i64;
+        result.high_watermark = kafka_offset(bounds.high_watermark);
+        result.log_start_offset = kafka_offset(bounds.log_start_offset);
     }
     result
 }
@@ -339,7 +341,7 @@ fn shared_prefix(chunks: &[ReadChunk], limit: usize, first: bool) -> Option<Byte
             return None;
         }
         let stored = &chunk.bytes[pos..pos + 8];
-        if stored != (offset as i64).to_be_bytes() {
+        if stored != kafka_offset(offset).to_be_bytes() {
             return None;
         }
         offset += u64::from(batch.records);
@@ -363,7 +365,7 @@ fn assemble(chunks: &[ReadChunk], limit: usize, first: bool) -> Option<Bytes> {
             }
             let start = out.len();
             out.extend_from_slice(&chunk.bytes[pos..pos + len]);
-            if set_base_offset(&mut out[start..], offset as i64).is_err() {
+            if set_base_offset(&mut out[start..], kafka_offset(offset)).is_err() {
                 // The engine verified these bytes; a batch too short to hold a header is a bug.
                 tracing::error!(offset, len, "stored batch shorter than a batch header");
                 out.truncate(start);

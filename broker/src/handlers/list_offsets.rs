@@ -13,7 +13,7 @@ use record_batch::rewrite::record_timestamps;
 use record_batch::DECOMPRESSED_BYTES_MAX;
 use storage::{ReadChunk, StreamBounds};
 
-use super::RequestContext;
+use super::{kafka_offset, RequestContext};
 use crate::context::Broker;
 use crate::security::authorizer::operations;
 use crate::storage_errors::read_error;
@@ -95,8 +95,8 @@ async fn lookup(
     let storage = &broker.storage;
     let bounds = storage.bounds(stream).await.map_err(|e| read_error(&e))?;
     match timestamp {
-        LATEST_TIMESTAMP => Ok(Some((bounds.high_watermark as i64, -1))),
-        EARLIEST_TIMESTAMP => Ok(Some((bounds.log_start_offset as i64, -1))),
+        LATEST_TIMESTAMP => Ok(Some((kafka_offset(bounds.high_watermark), -1))),
+        EARLIEST_TIMESTAMP => Ok(Some((kafka_offset(bounds.log_start_offset), -1))),
         MAX_TIMESTAMP => {
             let batch = storage
                 .find_batch_with_max_timestamp(stream)
@@ -142,9 +142,10 @@ fn first_record_at_or_after(
         tracing::error!(error = %e, base_offset = batch.base_offset, "stored batch does not decode");
         ResponseError::KafkaStorageError
     })?;
-    let base_offset = batch.base_offset as i64;
+    let base_offset = kafka_offset(batch.base_offset);
+    let log_start_offset = kafka_offset(bounds.log_start_offset);
     Ok(times
         .iter()
         .map(|t| (base_offset + i64::from(t.offset_delta), t.timestamp))
-        .find(|(offset, timestamp)| *timestamp >= at && *offset >= bounds.log_start_offset as i64))
+        .find(|(offset, timestamp)| *timestamp >= at && *offset >= log_start_offset))
 }

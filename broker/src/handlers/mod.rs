@@ -45,6 +45,12 @@ use crate::security::Session;
 use crate::sequencer::{Sequencer, Ticket};
 pub use request_context::RequestContext;
 
+/// A log offset as Kafka's i64 field. Offsets count records from 0, far below `i64::MAX`;
+/// one that were not would saturate, so answers stay ordered.
+pub(crate) fn kafka_offset(offset: u64) -> i64 {
+    i64::try_from(offset).unwrap_or(i64::MAX)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
     /// The API is in the version table but no handler serves it (a wiring mistake).

@@ -2,8 +2,6 @@
 //! coordinator. Errors are per partition, as in Kafka: READ on a topic is checked before its
 //! existence (READ on the group was checked before the request got here).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -21,9 +19,7 @@ pub async fn handle(
     version: i16,
     request: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now_ms = i64::try_from(storage::clock::system_now_ms()).unwrap_or(i64::MAX);
     let metadata_max = broker.groups.config().offset_metadata_bytes_max;
     // (topic index, partition index, error or position in `to_commit`)
     let mut slots: Vec<Vec<(i32, Result<usize, ResponseError>)>> =

@@ -254,7 +254,7 @@ mod tests {
             base_offset: 0,
             partition_leader_epoch: -1,
             attributes: codec,
-            last_offset_delta: timestamps.len() as i32 - 1,
+            last_offset_delta: i32::try_from(timestamps.len()).unwrap() - 1,
             base_timestamp: timestamps[0],
             max_timestamp: *timestamps.iter().max().unwrap(),
             producer_id: -1,
@@ -277,7 +277,7 @@ mod tests {
     }
 
     fn batch(codec: i16, timestamps: &[i64]) -> Bytes {
-        let deltas: Vec<i32> = (0..timestamps.len() as i32).collect();
+        let deltas: Vec<i32> = (0..i32::try_from(timestamps.len()).unwrap()).collect();
         batch_with(codec, timestamps, &deltas, false)
     }
 

@@ -20,12 +20,14 @@ pub fn follows(last: i32, next: i32) -> bool {
 }
 
 /// How many records a batch from `first` to `last` (inclusive, maybe wrapped) holds.
+/// Sequences are in 0..=i32::MAX, so the count is positive.
 pub fn records_between(first: i32, last: i32) -> u64 {
-    if last >= first {
-        (i64::from(last) - i64::from(first) + 1) as u64
+    let count = if last >= first {
+        i64::from(last) - i64::from(first) + 1
     } else {
-        (i64::from(i32::MAX) - i64::from(first) + 1 + i64::from(last) + 1) as u64
-    }
+        i64::from(i32::MAX) - i64::from(first) + 1 + i64::from(last) + 1
+    };
+    u64::try_from(count).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -45,7 +47,7 @@ mod tests {
     fn records_between_inverts_last_sequence() {
         for (base, records) in [(0, 1), (5, 10), (i32::MAX, 2), (i32::MAX - 1, 5)] {
             let last = last_sequence(base, records);
-            assert_eq!(records_between(base, last), records as u64);
+            assert_eq!(records_between(base, last), u64::try_from(records).unwrap());
         }
     }
 

@@ -226,7 +226,7 @@ mod tests {
     fn a_snapshot_keeps_at_most_the_producer_limit() {
         let snapshot = Snapshot {
             covered_offset: 1,
-            producers: (0..SNAPSHOT_PRODUCERS_MAX as i64 + 10)
+            producers: (0..i64::try_from(SNAPSHOT_PRODUCERS_MAX).unwrap() + 10)
                 .map(|i| producer(i, 1))
                 .collect(),
         };

@@ -368,6 +368,12 @@ impl<S: Clone> ProducerTable<S> {
 }
 
 #[cfg(test)]
+// Test code: producer ids and offsets of test batches converted with `as`.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
 mod tests {
     use super::*;
 

@@ -1,6 +1,13 @@
 //! Producer state across restarts: snapshot plus replay, past the replay window, over
 //! compacted entries, and after another broker wrote to the partition.
 
+// Test code: offsets, sequences and counts of test batches converted with `as`.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 

@@ -185,7 +185,7 @@ mod tests {
         let old = 1_600_000_000_000;
         assert_eq!(cut(rules(u64::MAX, DAY_MS), &[old; 5]), [(0, 50)]);
         // Fresh records after them are a week newer: Kafka rolls there.
-        let fresh = old + 8 * DAY_MS as i64;
+        let fresh = old + 8 * i64::try_from(DAY_MS).unwrap();
         assert_eq!(
             cut(rules(u64::MAX, 7 * DAY_MS), &[old, old, fresh, fresh]),
             [(0, 20), (20, 40)]

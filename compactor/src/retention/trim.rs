@@ -121,7 +121,7 @@ mod tests {
                 base_offset: i * 10,
                 records: 10,
                 bytes: 100,
-                max_timestamp: (NOW_MS - 160_000 + i * 40_000) as i64,
+                max_timestamp: i64::try_from(NOW_MS - 160_000 + i * 40_000).unwrap(),
                 append_ms: NOW_MS,
             })
             .collect()
@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn an_expired_segment_after_a_live_one_is_kept() {
         let mut batches = log();
-        batches[1].max_timestamp = NOW_MS as i64;
+        batches[1].max_timestamp = i64::try_from(NOW_MS).unwrap();
         assert_eq!(
             target(policy(Some(100_000), None, per_batch()), &batches),
             10

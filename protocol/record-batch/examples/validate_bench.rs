@@ -7,6 +7,15 @@
 //! Records are 1 KiB of JSON-like text (as `reencode_bench`), batches of 16 KiB (librdkafka's
 //! and Java's defaults) and 1 MiB (a tuned producer).
 
+// A benchmark program: a failed setup step should stop it loudly, and its record indices and
+// counts (a few thousand at most) are converted with `as`.
+#![allow(clippy::expect_used)]
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;

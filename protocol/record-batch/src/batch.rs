@@ -179,7 +179,7 @@ mod tests {
                 timestamp_delta: i64::from(i) * 10,
                 offset_delta: i,
                 key: (i != 1).then(|| Bytes::from(format!("k{i}"))),
-                value: Some(Bytes::from(vec![b'v'; 100 * i as usize])),
+                value: Some(Bytes::from(vec![b'v'; 100 * usize::try_from(i).unwrap()])),
                 headers: vec![
                     (Bytes::from_static(b"h"), Some(Bytes::from_static(b"1"))),
                     (Bytes::from_static(b"h"), None),

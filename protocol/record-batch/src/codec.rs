@@ -163,7 +163,8 @@ pub fn compress(
         0 => out.put_slice(plain),
         1 => {
             let level = level.map_or(flate2::Compression::default(), |l| {
-                flate2::Compression::new(l.clamp(0, 9) as u32)
+                // Negative levels are 0 and levels above 9 are 9, as a clamp to 0..=9.
+                flate2::Compression::new(u32::try_from(l).map_or(0, |l| l.min(9)))
             });
             let mut encoder = flate2::write::GzEncoder::new(out.writer(), level);
             encoder.write_all(plain).map_err(|e| codec_error(1, e))?;
@@ -174,13 +175,14 @@ pub fn compress(
             let mut encoder = snap::raw::Encoder::new();
             for block in plain.chunks(SNAPPY_BLOCK_BYTES) {
                 let compressed = encoder.compress_vec(block).map_err(|e| codec_error(2, e))?;
-                out.put_u32(compressed.len() as u32);
+                let len = u32::try_from(compressed.len()).map_err(|e| codec_error(2, e))?;
+                out.put_u32(len);
                 out.put_slice(&compressed);
             }
         }
         3 => {
             let mut encoder = lz4::EncoderBuilder::new()
-                .level(level.unwrap_or(LZ4_DEFAULT_LEVEL).max(0) as u32)
+                .level(u32::try_from(level.unwrap_or(LZ4_DEFAULT_LEVEL)).unwrap_or(0))
                 .block_mode(lz4::BlockMode::Independent)
                 .build(out.writer())
                 .map_err(|e| codec_error(3, e))?;

@@ -84,7 +84,7 @@ pub(crate) fn parse_body<I: Input>(
     headers.clear();
     let mut body = Body { input, left: len };
     body.spend(1)?;
-    let attributes = body.input.byte()? as i8;
+    let attributes = i8::from_be_bytes([body.input.byte()?]);
     let timestamp_delta = body.varlong()?;
     let offset_delta = body.varint()?;
     let key = body.nullable()?;
@@ -164,10 +164,15 @@ impl<'a> From<&'a RecordRow> for RecordRef<'a> {
     }
 }
 
+/// A length in memory as a varlong: at most `isize::MAX`, so it always fits an `i64`.
+fn len_varlong(len: usize) -> i64 {
+    i64::try_from(len).unwrap_or(i64::MAX)
+}
+
 fn nullable_len(v: Option<&[u8]>) -> usize {
     match v {
         None => varlong_len(-1),
-        Some(b) => varlong_len(b.len() as i64) + b.len(),
+        Some(b) => varlong_len(len_varlong(b.len())) + b.len(),
     }
 }
 
@@ -175,7 +180,7 @@ fn put_nullable(out: &mut BytesMut, v: Option<&[u8]>) {
     match v {
         None => put_varlong(out, -1),
         Some(b) => {
-            put_varlong(out, b.len() as i64);
+            put_varlong(out, len_varlong(b.len()));
             out.put_slice(b);
         }
     }
@@ -188,18 +193,18 @@ pub fn encode(out: &mut BytesMut, r: &RecordRef<'_>) {
         + varlong_len(i64::from(r.offset_delta))
         + nullable_len(r.key)
         + nullable_len(r.value)
-        + varlong_len(r.headers.len() as i64);
+        + varlong_len(len_varlong(r.headers.len()));
     for (k, v) in &r.headers {
         body += nullable_len(Some(k)) + nullable_len(*v);
     }
-    out.reserve(body + varlong_len(body as i64));
-    put_varlong(out, body as i64);
+    out.reserve(body + varlong_len(len_varlong(body)));
+    put_varlong(out, len_varlong(body));
     out.put_i8(r.attributes);
     put_varlong(out, r.timestamp_delta);
     put_varlong(out, i64::from(r.offset_delta));
     put_nullable(out, r.key);
     put_nullable(out, r.value);
-    put_varlong(out, r.headers.len() as i64);
+    put_varlong(out, len_varlong(r.headers.len()));
     for (k, v) in &r.headers {
         put_nullable(out, Some(k));
         put_nullable(out, *v);

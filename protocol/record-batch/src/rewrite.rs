@@ -45,8 +45,9 @@ pub fn reencode(
 pub fn renumber(batch: &[u8], limit: usize) -> Result<Vec<u8>, RecordBatchError> {
     let decoded = decode_batch_within(&bytes::Bytes::copy_from_slice(batch), limit)?;
     let mut records: Vec<RecordRef<'_>> = decoded.records.iter().map(RecordRef::from).collect();
-    for (i, r) in records.iter_mut().enumerate() {
-        r.offset_delta = i as i32;
+    // A decoded batch has at most `RECORDS_PER_BATCH_MAX` records (checked while decoding).
+    for (i, r) in (0..).zip(records.iter_mut()) {
+        r.offset_delta = i;
     }
     let mut out = BytesMut::with_capacity(batch.len());
     encode_batch_into(&mut out, &decoded.header, &records, decoded.header.codec())?;

@@ -202,7 +202,7 @@ fn crc_base_offset_size_control_and_sequence_are_checked() {
 
 fn record_bytes(body: &[u8]) -> Vec<u8> {
     let mut out = BytesMut::new();
-    put_varlong(&mut out, body.len() as i64);
+    put_varlong(&mut out, i64::try_from(body.len()).unwrap());
     out.extend_from_slice(body);
     out.to_vec()
 }

@@ -71,13 +71,16 @@ fn next_batch_len(rest: &[u8]) -> Result<Option<usize>, RecordBatchError> {
     let Some(&magic) = rest.get(MAGIC_OFFSET) else {
         return Ok(None);
     };
-    if !(0..=2).contains(&(magic as i8)) {
+    let magic = i8::from_be_bytes([magic]);
+    if !(0..=2).contains(&magic) {
         return Err(RecordBatchError::Corrupt(format!(
-            "invalid magic found in record: {}",
-            magic as i8
+            "invalid magic found in record: {magic}"
         )));
     }
-    let len = length as usize + LENGTH_OFFSET + 4;
+    // Not negative (checked above), so the conversion cannot fail.
+    let len = usize::try_from(length)
+        .unwrap_or(usize::MAX)
+        .saturating_add(LENGTH_OFFSET + 4);
     Ok((rest.len() >= len).then_some(len))
 }
 
@@ -145,7 +148,8 @@ pub fn validate_produced(
     // Records are read before the count is held against the cap: a count the records do not
     // back is INVALID_RECORD, as Kafka finds it.
     let offsets_in_order = for_each_record(batch, &header, limits.decompressed_bytes_max, visit)?;
-    if count as usize > RECORDS_PER_BATCH_MAX {
+    // The count is positive (`check_frame`), so the conversion cannot fail.
+    if usize::try_from(count).map_or(true, |count| count > RECORDS_PER_BATCH_MAX) {
         return Err(RecordBatchError::TooLarge(format!(
             "{count} records in one batch, more than {RECORDS_PER_BATCH_MAX}"
         )));
@@ -209,7 +213,7 @@ fn for_each_record(
     limit: usize,
     visit: impl FnMut(&RecordInfo),
 ) -> Result<bool, RecordBatchError> {
-    let count = records_count(batch)?.max(0) as usize;
+    let count = records_count(batch)?;
     let records = &batch[HEADER_BYTES..];
     match header.codec() {
         0 => scan(&mut SliceInput(records), header, count, visit),
@@ -223,14 +227,13 @@ fn for_each_record(
 fn scan<I: Input>(
     input: &mut I,
     header: &BatchHeader,
-    count: usize,
+    count: i32,
     mut visit: impl FnMut(&RecordInfo),
 ) -> Result<bool, RecordBatchError> {
     let mut headers = Vec::new();
     let mut in_order = true;
     for index in 0..count {
         let fields = record::parse(input, &mut headers)?;
-        let index = index as i32;
         in_order &= fields.offset_delta == index;
         visit(&RecordInfo {
             index,

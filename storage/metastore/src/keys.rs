@@ -24,6 +24,8 @@ pub fn sort_key(key: &str) -> Vec<u8> {
         separators -= 1;
     }
     // The server stores the count in 16 bits; internal keys sort after all others.
+    // Truncating on purpose: v0.15 writes `uint16(sepCount)`, which wraps the same way.
+    #[allow(clippy::cast_possible_truncation)]
     let mut depth = separators as u16;
     if separators != 0 && key.starts_with(INTERNAL_KEY_PREFIX) {
         depth |= INTERNAL_KEYS_BIT;

@@ -62,10 +62,12 @@ impl Footer {
                 "footer of {needed} bytes in a file of {file_len}"
             )));
         }
-        if needed > tail.len() as u64 {
+        let Some(start) = usize::try_from(needed)
+            .ok()
+            .and_then(|needed| tail.len().checked_sub(needed))
+        else {
             return Ok(ParsedTail::NeedTailBytes(needed));
-        }
-        let start = tail.len() - needed as usize;
+        };
         let metadata =
             ParquetMetaDataReader::decode_metadata(&tail[start..tail.len() - FOOTER_SIZE])?;
         check_layout(&metadata)?;
@@ -130,7 +132,10 @@ fn span(
         .map_err(|_| bad(format!("row group {group} has a negative row count")))?;
     let offsets = match rg.column(0).statistics() {
         Some(Statistics::Int64(s)) => match (s.min_opt(), s.max_opt()) {
-            (Some(min), Some(max)) if *min >= 0 && max >= min => Some((*min as u64, *max as u64)),
+            // Negative statistics are not offsets: no range, as for absent ones.
+            (Some(min), Some(max)) if max >= min => {
+                u64::try_from(*min).ok().zip(u64::try_from(*max).ok())
+            }
             _ => None,
         },
         _ => None,

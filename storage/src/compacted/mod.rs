@@ -29,6 +29,12 @@ pub fn file_key(prefix: &str, stream: &str, base_offset: u64, end_offset: u64) -
 }
 
 #[cfg(test)]
+// Test code: batch numbers, offsets and file positions of small test files converted with `as`.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
 mod tests {
     use super::*;
     use bytes::{Bytes, BytesMut};

@@ -13,7 +13,7 @@ use parquet::file::reader::{ChunkReader, Length, RowGroupReader};
 use parquet::file::serialized_reader::SerializedRowGroupReader;
 
 use super::columns::{Columns, HEADER_KEY_DEF, HEADER_VALUE_PRESENT_DEF};
-use super::footer::{Footer, ParsedTail};
+use super::footer::{Footer, ParsedTail, RowGroupSpan};
 use super::CompactedError;
 use crate::cache::Weigh;
 use crate::index::{BatchMeta, ProducerMeta};
@@ -150,9 +150,19 @@ pub fn decode_group(
                 "batch at {base_offset} overlaps the one before it"
             )));
         }
+        let records = u32::try_from(header.last_offset_delta)
+            .ok()
+            .and_then(|delta| delta.checked_add(1))
+            .ok_or_else(|| {
+                CompactedError::Parquet(format!(
+                    "batch at {base_offset} has last offset delta {}",
+                    header.last_offset_delta
+                ))
+            })?;
         rebuilt.batches.push(BatchMeta {
-            len: len as u32,
-            records: header.last_offset_delta as u32 + 1,
+            // At most i32::MAX + 12: `encode_batch_into` refuses a longer batch.
+            len: u32::try_from(len).unwrap_or(u32::MAX),
+            records,
             max_timestamp: header.max_timestamp,
             producer: (header.producer_id >= 0).then_some(ProducerMeta {
                 id: header.producer_id,
@@ -165,6 +175,22 @@ pub fn decode_group(
     }
     rebuilt.bytes = out.freeze();
     Ok(rebuilt)
+}
+
+/// The bytes of a row group in a whole file in memory.
+fn group_bytes(file: &Bytes, span: &RowGroupSpan) -> Result<Bytes, CompactedError> {
+    match (
+        usize::try_from(span.byte_start),
+        usize::try_from(span.byte_end),
+    ) {
+        (Ok(start), Ok(end)) if start <= end && end <= file.len() => Ok(file.slice(start..end)),
+        _ => Err(CompactedError::Parquet(format!(
+            "row group at bytes {}..{} of a file of {}",
+            span.byte_start,
+            span.byte_end,
+            file.len()
+        ))),
+    }
 }
 
 /// Reads the batches holding `from_offset` and after, until about `max_bytes` (at least one
@@ -192,8 +218,7 @@ pub fn read_batches(
         .first_group_from(from_offset)
         .unwrap_or(footer.groups.len());
     for group in first..footer.groups.len() {
-        let span = footer.groups[group];
-        let bytes = file.slice(span.byte_start as usize..span.byte_end as usize);
+        let bytes = group_bytes(&file, &footer.groups[group])?;
         let rebuilt = decode_group(&footer, group, bytes, options)?;
         let Some(read) = rebuilt.read_from(next, max_bytes.saturating_sub(out.len())) else {
             continue;
@@ -318,6 +343,12 @@ fn read<T: DataType>(
     Ok(())
 }
 
+/// A column stored as INT32 for a narrower Kafka field: a value out of the field's range is not
+/// one we wrote.
+fn narrow<T: TryFrom<i32>>(value: i32, what: &str) -> Result<T, CompactedError> {
+    T::try_from(value).map_err(|_| CompactedError::Parquet(format!("{what} {value} out of range")))
+}
+
 fn short(what: &str) -> CompactedError {
     CompactedError::Parquet(format!("column {what} is shorter than the row count"))
 }
@@ -351,12 +382,12 @@ fn rebuild(c: &Columns) -> Result<Vec<(BatchHeader, Vec<RecordRef<'_>>)>, Compac
         let header = BatchHeader {
             base_offset: batch_base,
             partition_leader_epoch: c.partition_leader_epoch[row],
-            attributes: c.batch_attributes[row] as i16,
+            attributes: narrow(c.batch_attributes[row], "batch attributes")?,
             last_offset_delta: c.batch_last_offset_delta[row],
             base_timestamp: c.batch_base_timestamp[row],
             max_timestamp: c.batch_max_timestamp[row],
             producer_id: c.producer_id[row],
-            producer_epoch: c.producer_epoch[row] as i16,
+            producer_epoch: narrow(c.producer_epoch[row], "producer epoch")?,
             base_sequence: c.base_sequence[row],
         };
         let key = take_nullable(&c.key, &c.key_def[row], &mut key_i, "key")?;
@@ -383,7 +414,7 @@ fn rebuild(c: &Columns) -> Result<Vec<(BatchHeader, Vec<RecordRef<'_>>)>, Compac
             level += 1;
         }
         let record = RecordRef {
-            attributes: c.record_attributes[row] as i8,
+            attributes: narrow(c.record_attributes[row], "record attributes")?,
             timestamp_delta: c.timestamp_delta[row],
             offset_delta: i32::try_from(c.offset[row] - batch_base)
                 .map_err(|_| CompactedError::Parquet("offset delta out of range".into()))?,

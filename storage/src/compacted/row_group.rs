@@ -8,12 +8,11 @@ use super::columns::{Columns, HEADERS_EMPTY_DEF, HEADER_KEY_DEF, HEADER_VALUE_PR
 use super::{CompactedError, DecodedBatch};
 
 /// Appends every record of `batch` as one row each.
-pub(super) fn push_batch(c: &mut Columns, batch_base_offset: u64, batch: &DecodedBatch) {
+pub(super) fn push_batch(c: &mut Columns, batch_base_offset: i64, batch: &DecodedBatch) {
     let h = &batch.header;
     let log_append = h.is_log_append_time();
     for r in &batch.records {
-        c.offset
-            .push(batch_base_offset as i64 + i64::from(r.offset_delta));
+        c.offset.push(batch_base_offset + i64::from(r.offset_delta));
         c.timestamp.push(h.record_timestamp(r.timestamp_delta));
         c.timestamp_type.push(i32::from(log_append));
         push_nullable(&mut c.key, &mut c.key_def, r.key.as_ref());
@@ -40,7 +39,7 @@ pub(super) fn push_batch(c: &mut Columns, batch_base_offset: u64, batch: &Decode
         }
         c.timestamp_delta.push(r.timestamp_delta);
         c.record_attributes.push(i32::from(r.attributes));
-        c.batch_base_offset.push(batch_base_offset as i64);
+        c.batch_base_offset.push(batch_base_offset);
         c.batch_last_offset_delta.push(h.last_offset_delta);
         c.batch_base_timestamp.push(h.base_timestamp);
         c.batch_max_timestamp.push(h.max_timestamp);

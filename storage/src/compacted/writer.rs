@@ -109,10 +109,23 @@ impl FileWriter {
         for bytes in split_batches(payload)? {
             let decoded = decode_batch(&bytes)?;
             let h = decoded.header;
-            let count = u64::from(h.last_offset_delta as u32) + 1;
+            let records = u32::try_from(h.last_offset_delta)
+                .ok()
+                .and_then(|delta| delta.checked_add(1))
+                .ok_or_else(|| {
+                    CompactedError::BadBatch(format!(
+                        "last offset delta {} at offset {next_offset}",
+                        h.last_offset_delta
+                    ))
+                })?;
+            let count = u64::from(records);
+            let base = i64::try_from(next_offset).map_err(|_| {
+                CompactedError::Limit(format!("offset {next_offset} does not fit an i64"))
+            })?;
             self.batches.push(BatchMeta {
-                len: bytes.len() as u32,
-                records: count as u32,
+                // At most i32::MAX + 12: `split_batches` reads it from the batch's i32 length.
+                len: u32::try_from(bytes.len()).unwrap_or(u32::MAX),
+                records,
                 max_timestamp: h.max_timestamp,
                 producer: (h.producer_id >= 0).then_some(ProducerMeta {
                     id: h.producer_id,
@@ -124,7 +137,7 @@ impl FileWriter {
             self.max_timestamp = self.max_timestamp.max(h.max_timestamp);
             self.records += count;
             self.group_bytes += bytes.len();
-            push_batch(&mut self.group, next_offset, &decoded);
+            push_batch(&mut self.group, base, &decoded);
             next_offset += count;
             if self.group.offset.len() >= self.options.row_group_rows_target
                 || self.group_bytes >= self.options.row_group_bytes_target

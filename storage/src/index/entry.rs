@@ -73,7 +73,10 @@ impl IndexEntry {
             FileType::Raw => 0,
             FileType::Parquet => 1,
         });
-        buf.put_u16(self.object_key.len() as u16);
+        // Object keys are ours and short, and appends above BATCHES_PER_ENTRY_MAX batches are
+        // refused. A length that did not fit would saturate, so that the entry then fails to
+        // decode (both maxima are below it) rather than decodes as something else.
+        buf.put_u16(u16::try_from(self.object_key.len()).unwrap_or(u16::MAX));
         buf.put_slice(self.object_key.as_bytes());
         buf.put_u64(self.byte_offset);
         buf.put_u32(self.byte_len);
@@ -81,7 +84,7 @@ impl IndexEntry {
         buf.put_i64(self.min_timestamp);
         buf.put_i64(self.max_timestamp);
         buf.put_u64(self.write_time_ms);
-        buf.put_u32(self.batches.len() as u32);
+        buf.put_u32(u32::try_from(self.batches.len()).unwrap_or(u32::MAX));
         for b in &self.batches {
             buf.put_u32(b.len);
             buf.put_u32(b.records);

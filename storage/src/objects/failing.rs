@@ -25,7 +25,8 @@ impl FailureMode {
     fn encode(self) -> u8 {
         match self {
             FailureMode::Off => 0,
-            FailureMode::Only(op) => 1 + op.index() as u8,
+            // One of four operations: the code is 1..=4.
+            FailureMode::Only(op) => u8::try_from(op.index() + 1).unwrap_or(u8::MAX),
             FailureMode::All => u8::MAX,
         }
     }

@@ -9,6 +9,7 @@ use object_store::{ObjectStore, Result};
 
 use super::intercept::{Call, Intercepted, Interceptor};
 use super::Operation;
+use crate::clock::duration_ms;
 
 /// Wraps any store; sleeps before delegating each call, by [`Operation`] class.
 /// Latencies can change at run time; a call uses the value current when it starts.
@@ -63,10 +64,6 @@ impl Intercepted<Latency> {
     pub fn latency(&self, op: Operation) -> Duration {
         self.interceptor().latency(op)
     }
-}
-
-fn duration_ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

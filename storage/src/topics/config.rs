@@ -228,7 +228,7 @@ fn check_compaction_lags(
 fn compression(
     get: &impl Fn(&str) -> Result<Value, ConfigError>,
 ) -> Result<TopicCompression, ConfigError> {
-    let level = |name: &str| get(name).map(|v| long(&v) as i32);
+    let level = |name: &str| get(name).map(|v| int(&v));
     Ok(match string(&get("compression.type")?) {
         "uncompressed" => TopicCompression::Uncompressed,
         "gzip" => TopicCompression::Gzip {
@@ -260,6 +260,14 @@ fn long(value: &Value) -> i64 {
     match value {
         Value::Int(i) => i64::from(*i),
         Value::Long(l) => *l,
+        _ => 0,
+    }
+}
+
+/// An `Int` config's value (the compression levels).
+fn int(value: &Value) -> i32 {
+    match value {
+        Value::Int(i) => *i,
         _ => 0,
     }
 }

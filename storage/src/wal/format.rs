@@ -13,7 +13,9 @@ pub const MAGIC: [u8; 4] = *b"KWAL";
 /// The only version this code writes and reads. See FORMAT.md for the versioning rule.
 pub const FORMAT_VERSION: u16 = 1;
 /// Size of the fixed header of version 1.
-pub const HEADER_LEN: usize = 32;
+pub const HEADER_LEN: usize = HEADER_LEN_FIELD as usize;
+/// [`HEADER_LEN`] as the header records it.
+const HEADER_LEN_FIELD: u32 = 32;
 /// Size of the fixed footer; a reader can fetch the last `FOOTER_LEN` bytes to find the directory.
 pub const FOOTER_LEN: usize = 24;
 /// Size of a directory entry without its stream id.
@@ -111,64 +113,107 @@ pub enum FormatError {
 
 /// Builds the whole object in one buffer; each payload byte is copied exactly once.
 pub fn encode_object(slices: &[SliceSpec<'_>]) -> Result<(Bytes, Vec<SliceEntry>), FormatError> {
-    if slices.is_empty() {
-        return Err(FormatError::NoSlices);
-    }
-    if slices.len() > SLICE_COUNT_MAX {
-        return Err(FormatError::TooManySlices {
-            count: slices.len() as u64,
-            max: SLICE_COUNT_MAX,
-        });
-    }
-    // Size everything first so the limit is checked before any allocation.
-    let mut directory_len = DIRECTORY_CRC_LEN as u64;
-    let mut payload_len = 0u64;
-    let mut slice_lens = Vec::with_capacity(slices.len());
-    for (index, slice) in slices.iter().enumerate() {
-        check_stream_id(slice.stream.len())?;
-        if slice.min_timestamp > slice.max_timestamp {
-            return Err(FormatError::BadTimestamps {
-                index,
-                min: slice.min_timestamp,
-                max: slice.max_timestamp,
-            });
-        }
-        let len: u64 = slice.payload.iter().map(|chunk| chunk.len() as u64).sum();
-        if len == 0 {
-            return Err(FormatError::EmptySlice { index });
-        }
-        let len = u32::try_from(len).map_err(|_| FormatError::TooLarge {
-            bytes: len,
-            max_bytes: OBJECT_BYTES_MAX,
-        })?;
-        slice_lens.push(len);
-        payload_len += u64::from(len);
-        directory_len += (DIRECTORY_ENTRY_FIXED_LEN + slice.stream.len()) as u64;
-    }
-    let total = HEADER_LEN as u64 + directory_len + payload_len + FOOTER_LEN as u64;
-    if total > OBJECT_BYTES_MAX {
-        return Err(FormatError::TooLarge {
-            bytes: total,
-            max_bytes: OBJECT_BYTES_MAX,
-        });
-    }
-    // Both fit: directory_len <= total <= OBJECT_BYTES_MAX < u32::MAX.
-    let directory_len = directory_len as u32;
-    let slice_count = slices.len() as u32;
-
-    let mut buf = BytesMut::with_capacity(total as usize);
+    let layout = Layout::of(slices)?;
+    let mut buf = BytesMut::with_capacity(layout.capacity);
     buf.put_slice(&MAGIC);
     buf.put_u16_le(FORMAT_VERSION);
     buf.put_u16_le(0);
-    buf.put_u32_le(HEADER_LEN as u32);
-    buf.put_u32_le(slice_count);
-    buf.put_u32_le(directory_len);
-    buf.put_u64_le(payload_len);
+    buf.put_u32_le(HEADER_LEN_FIELD);
+    buf.put_u32_le(layout.slice_count);
+    buf.put_u32_le(layout.directory_len);
+    buf.put_u64_le(layout.payload_len);
     buf.put_u32_le(crc32c::crc32c(&buf[..HEADER_LEN - 4]));
+    let entries = put_directory(&mut buf, slices, &layout);
+    for slice in slices {
+        for chunk in slice.payload {
+            buf.put_slice(chunk);
+        }
+    }
+    let footer_start = buf.len();
+    buf.put_u64_le(HEADER_LEN as u64);
+    buf.put_u32_le(layout.directory_len);
+    buf.put_u32_le(layout.slice_count);
+    buf.put_u32_le(crc32c::crc32c(&buf[footer_start..]));
+    buf.put_slice(&MAGIC);
+    debug_assert_eq!(buf.len(), layout.capacity);
+    Ok((buf.freeze(), entries))
+}
 
+/// The sizes of an object, all checked against the limits before anything is allocated.
+struct Layout {
+    slice_lens: Vec<u32>,
+    slice_count: u32,
+    directory_len: u32,
+    payload_len: u64,
+    capacity: usize,
+}
+
+impl Layout {
+    fn of(slices: &[SliceSpec<'_>]) -> Result<Layout, FormatError> {
+        let too_many = || FormatError::TooManySlices {
+            count: slices.len() as u64,
+            max: SLICE_COUNT_MAX,
+        };
+        if slices.is_empty() {
+            return Err(FormatError::NoSlices);
+        }
+        if slices.len() > SLICE_COUNT_MAX {
+            return Err(too_many());
+        }
+        let mut directory_len = DIRECTORY_CRC_LEN as u64;
+        let mut payload_len = 0u64;
+        let mut slice_lens = Vec::with_capacity(slices.len());
+        for (index, slice) in slices.iter().enumerate() {
+            let len = check_slice(index, slice)?;
+            slice_lens.push(len);
+            payload_len += u64::from(len);
+            directory_len += (DIRECTORY_ENTRY_FIXED_LEN + slice.stream.len()) as u64;
+        }
+        let total = HEADER_LEN as u64 + directory_len + payload_len + FOOTER_LEN as u64;
+        let too_large = || FormatError::TooLarge {
+            bytes: total,
+            max_bytes: OBJECT_BYTES_MAX,
+        };
+        if total > OBJECT_BYTES_MAX {
+            return Err(too_large());
+        }
+        // All fit (directory_len <= total <= OBJECT_BYTES_MAX < u32::MAX, at most
+        // SLICE_COUNT_MAX slices); a failed conversion would be the refusal of those checks.
+        Ok(Layout {
+            slice_lens,
+            slice_count: u32::try_from(slices.len()).map_err(|_| too_many())?,
+            directory_len: u32::try_from(directory_len).map_err(|_| too_large())?,
+            payload_len,
+            capacity: usize::try_from(total).map_err(|_| too_large())?,
+        })
+    }
+}
+
+/// A slice's payload length, once its stream id, timestamps and size are acceptable.
+fn check_slice(index: usize, slice: &SliceSpec<'_>) -> Result<u32, FormatError> {
+    check_stream_id(slice.stream.len())?;
+    if slice.min_timestamp > slice.max_timestamp {
+        return Err(FormatError::BadTimestamps {
+            index,
+            min: slice.min_timestamp,
+            max: slice.max_timestamp,
+        });
+    }
+    let len: u64 = slice.payload.iter().map(|chunk| chunk.len() as u64).sum();
+    if len == 0 {
+        return Err(FormatError::EmptySlice { index });
+    }
+    u32::try_from(len).map_err(|_| FormatError::TooLarge {
+        bytes: len,
+        max_bytes: OBJECT_BYTES_MAX,
+    })
+}
+
+/// Writes the directory (an entry per slice with its offset and CRC) and its CRC.
+fn put_directory(buf: &mut BytesMut, slices: &[SliceSpec<'_>], layout: &Layout) -> Vec<SliceEntry> {
     let mut entries = Vec::with_capacity(slices.len());
-    let mut offset = HEADER_LEN as u64 + u64::from(directory_len);
-    for (slice, &len) in slices.iter().zip(&slice_lens) {
+    let mut offset = HEADER_LEN as u64 + u64::from(layout.directory_len);
+    for (slice, &len) in slices.iter().zip(&layout.slice_lens) {
         let crc = slice
             .payload
             .iter()
@@ -183,26 +228,12 @@ pub fn encode_object(slices: &[SliceSpec<'_>]) -> Result<(Bytes, Vec<SliceEntry>
             min_timestamp: slice.min_timestamp,
             max_timestamp: slice.max_timestamp,
         };
-        put_entry(&mut buf, &entry);
+        put_entry(buf, &entry);
         offset += u64::from(len);
         entries.push(entry);
     }
     buf.put_u32_le(crc32c::crc32c(&buf[HEADER_LEN..]));
-
-    for slice in slices {
-        for chunk in slice.payload {
-            buf.put_slice(chunk);
-        }
-    }
-
-    let footer_start = buf.len();
-    buf.put_u64_le(HEADER_LEN as u64);
-    buf.put_u32_le(directory_len);
-    buf.put_u32_le(slice_count);
-    buf.put_u32_le(crc32c::crc32c(&buf[footer_start..]));
-    buf.put_slice(&MAGIC);
-    debug_assert_eq!(buf.len() as u64, total);
-    Ok((buf.freeze(), entries))
+    entries
 }
 
 /// Parses and verifies header, directory, footer and every slice CRC.
@@ -267,7 +298,9 @@ pub fn decode_object(bytes: &[u8]) -> Result<Vec<SliceEntry>, FormatError> {
                 found: end,
             });
         }
-        let payload = &bytes[entry.offset as usize..end as usize];
+        // Both at most `actual`, the length of `bytes`, so both fit a usize.
+        let range = as_index(entry.offset)..as_index(end);
+        let payload = &bytes[range];
         verify_crc(Region::Slice(index), payload, entry.crc32c)?;
         expected_offset = end;
     }
@@ -443,8 +476,8 @@ fn take_entry(buf: &[u8], index: usize) -> Result<(SliceEntry, &[u8]), FormatErr
         crc32c: le_u32(f, 12),
         batch_count: le_u32(f, 16),
         record_count: le_u32(f, 20),
-        min_timestamp: le_u64(f, 24) as i64,
-        max_timestamp: le_u64(f, 32) as i64,
+        min_timestamp: le_i64(f, 24),
+        max_timestamp: le_i64(f, 32),
     };
     if entry.len == 0 {
         return Err(FormatError::EmptySlice { index });
@@ -461,7 +494,7 @@ fn take_entry(buf: &[u8], index: usize) -> Result<(SliceEntry, &[u8]), FormatErr
 
 fn put_entry(buf: &mut BytesMut, entry: &SliceEntry) {
     // The caller checked the stream id length against STREAM_ID_BYTES_MAX (< u16::MAX).
-    buf.put_u16_le(entry.stream.len() as u16);
+    buf.put_u16_le(u16::try_from(entry.stream.len()).unwrap_or(u16::MAX));
     buf.put_slice(entry.stream.as_bytes());
     buf.put_u64_le(entry.offset);
     buf.put_u32_le(entry.len);
@@ -522,4 +555,16 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(a)
+}
+
+fn le_i64(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_le_bytes(a)
+}
+
+/// A position within an object in memory as an index: objects are at most OBJECT_BYTES_MAX
+/// bytes, so it always fits.
+fn as_index(position: u64) -> usize {
+    usize::try_from(position).unwrap_or(usize::MAX)
 }

@@ -357,7 +357,7 @@ async fn flush_loop(
                     tracing::debug!(
                         object_key = %object_key,
                         bytes = object.len(),
-                        elapsed_ms = started.elapsed().as_millis() as u64,
+                        elapsed_ms = crate::clock::duration_ms(started.elapsed()),
                         "wal object written"
                     );
                     Ok((object, directory))
@@ -394,8 +394,11 @@ fn encode(slices: &[SegmentSlice]) -> Result<(Bytes, Vec<SliceEntry>), StorageEr
             SliceSpec {
                 stream: &slice.stream,
                 payload,
-                batch_count: slice.appends.iter().map(|a| a.batches.len() as u32).sum(),
-                record_count: slice.appends.iter().map(|a| a.records() as u32).sum(),
+                // Informational counts (nothing reads them back): an object has far fewer than
+                // u32::MAX batches, but records of compressed batches could in principle exceed
+                // it; both saturate rather than wrap.
+                batch_count: saturate_u32(slice.appends.iter().map(|a| a.batches.len() as u64)),
+                record_count: saturate_u32(slice.appends.iter().map(PendingAppend::records)),
                 min_timestamp: batches.clone().map(|b| b.max_timestamp).min().unwrap_or(-1),
                 max_timestamp: batches.map(|b| b.max_timestamp).max().unwrap_or(-1),
             }
@@ -503,11 +506,16 @@ async fn commit_slice(
     }
 }
 
+fn saturate_u32(counts: impl Iterator<Item = u64>) -> u32 {
+    u32::try_from(counts.fold(0, u64::saturating_add)).unwrap_or(u32::MAX)
+}
+
 /// `<prefix>/YYYY-MM-DD/HH/<unix_ms>-<uuid>.wal`: the time prefix is for people and listing
 /// tools; deletion never trusts a listing.
 fn object_key(prefix: &str, ms: u64, id: &str) -> String {
     let secs = ms / 1000;
-    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
+    // At most u64::MAX / 86_400_000, far inside an i64.
+    let (year, month, day) = civil_from_days(i64::try_from(secs / 86_400).unwrap_or(i64::MAX));
     let hour = (secs % 86_400) / 3600;
     format!("{prefix}/{year:04}-{month:02}-{day:02}/{hour:02}/{ms:013}-{id}.wal")
 }
@@ -539,6 +547,8 @@ impl ObjectIds {
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
+// The algorithm keeps the day in 1..=31 and the month in 1..=12: their casts lose nothing.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
@@ -561,7 +571,7 @@ mod tests {
         PendingAppend {
             payload: Bytes::from(vec![0u8; len]),
             batches: vec![BatchMeta {
-                len: len as u32,
+                len: u32::try_from(len).unwrap(),
                 records: 1,
                 max_timestamp: 0,
                 producer: None,
@@ -602,6 +612,13 @@ mod tests {
         let mut segments = pack(buffer(appends), 100, 3);
         merge_small_tail(&mut segments, 100, 3);
         shape(&segments)
+    }
+
+    #[test]
+    fn directory_counts_saturate_rather_than_wrap() {
+        assert_eq!(saturate_u32([2, 3].into_iter()), 5);
+        assert_eq!(saturate_u32([u64::from(u32::MAX), 1].into_iter()), u32::MAX);
+        assert_eq!(saturate_u32([u64::MAX, u64::MAX].into_iter()), u32::MAX);
     }
 
     #[test]

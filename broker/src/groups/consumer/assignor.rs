@@ -70,16 +70,16 @@ fn range(
         if subscribers.is_empty() || topic.partitions <= 0 {
             continue;
         }
-        let count = subscribers.len() as i32;
-        let (base, extra) = (topic.partitions / count, topic.partitions % count);
-        let mut next = 0;
+        // Positive (checked above), so the conversion cannot fail.
+        let total = usize::try_from(topic.partitions).unwrap_or(0);
+        let (base, extra) = (total / subscribers.len(), total % subscribers.len());
+        let mut partitions = 0..topic.partitions;
         for (i, member) in subscribers.into_iter().enumerate() {
-            let size = base + i32::from((i as i32) < extra);
+            let size = base + usize::from(i < extra);
             let assignment = out.entry(member.clone()).or_default();
-            for partition in next..next + size {
+            for partition in partitions.by_ref().take(size) {
                 insert(assignment, topic.id, partition);
             }
-            next += size;
         }
     }
     out
@@ -291,6 +291,12 @@ fn chain_move(
 }
 
 #[cfg(test)]
+// Test code: member and partition counts of test groups converted with `as`.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
 mod tests {
     use super::*;
     use crate::groups::consumer::TopicMeta;

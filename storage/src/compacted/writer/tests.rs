@@ -1,3 +1,10 @@
+// Test code: batch numbers and offsets of small test files converted with `as`.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
+
 use bytes::{Bytes, BytesMut};
 
 use super::*;
@@ -175,4 +182,27 @@ fn a_batch_with_a_bad_crc_is_refused() {
         &small_groups(),
     );
     assert!(matches!(err, Err(CompactedError::BadBatch(_))));
+}
+
+#[test]
+fn a_stored_batch_with_a_negative_last_offset_delta_is_refused_not_counted() {
+    let header = BatchHeader {
+        base_offset: 0,
+        partition_leader_epoch: 0,
+        attributes: 0,
+        last_offset_delta: -1,
+        base_timestamp: 0,
+        max_timestamp: 0,
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: -1,
+    };
+    let batch = encode_batch(&header, &[], 0).unwrap();
+    let mut writer = FileWriter::new("t-0", &WriterOptions::default()).unwrap();
+    let pushed = writer.push(0, batch);
+    assert!(
+        matches!(pushed, Err(CompactedError::BadBatch(_))),
+        "{pushed:?}"
+    );
+    assert_eq!(writer.records(), 0);
 }
