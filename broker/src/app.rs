@@ -90,6 +90,12 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         open_meta_store(&config.metastore, &config.data_dir, MetaOptions::default()).await?;
     let cluster_id = cluster_id(coordination_meta.as_ref()).await?;
     let catalog = Catalog::open(coordination_meta.clone(), config.topic_defaults().clone()).await?;
+    // Loaded before the listener opens: no request is ever decided on a partial set of ACLs.
+    let authorizer = crate::security::authorizer::Authorizer::open(
+        &config.authorizer,
+        coordination_meta.clone(),
+    )
+    .await?;
     let storage =
         storage::Storage::open(config.storage_config(), objects.clone(), index_meta.clone());
     // Long polls here wake on other brokers' appends.
@@ -142,6 +148,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         groups,
         membership,
         producers,
+        authorizer,
     });
     let compaction = compactor_config.map(|compactor_config| {
         let compactor = compactor::Compactor::new(

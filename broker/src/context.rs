@@ -39,4 +39,6 @@ pub struct Broker {
     pub producers: crate::producers::Producers,
     /// The live brokers, for partition leaders and group coordinators.
     pub membership: Arc<crate::cluster::Membership>,
+    /// What each request may do (`--authorizer`).
+    pub authorizer: crate::security::authorizer::Authorizer,
 }

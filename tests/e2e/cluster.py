@@ -66,7 +66,7 @@ class ClusterBroker(BrokerProcess):
         return [binary, "--listen", self.bootstrap, "--data-dir", str(self.data_dir), "--compaction", "false",
                 "--broker-id", str(self.broker_id), "--rack", self.rack,
                 "--object-store", f"s3://{BUCKET}/{OBJECT_PREFIX}",
-                "--metastore", f"oxia://127.0.0.1:{self.cluster.oxia_port}/default"]
+                "--metastore", f"oxia://127.0.0.1:{self.cluster.oxia_port}/default"] + list(self.cluster.broker_args)
 
     def start(self) -> None:
         # BrokerProcess.start passes os.environ through; the S3 settings must reach the broker.
@@ -80,9 +80,12 @@ class ClusterBroker(BrokerProcess):
 
 
 class Cluster:
-    def __init__(self, directory: Path, racks=("zone-a", "zone-b", "zone-b")):
+    """`broker_args` are passed to every broker (e.g. `--authorizer acl`)."""
+
+    def __init__(self, directory: Path, racks=("zone-a", "zone-b", "zone-b"), broker_args=()):
         self.dir = directory
         self.racks = racks
+        self.broker_args = broker_args
         self.oxia_port = free_port()
         self.s3_port = free_port()
         self.oxia = None

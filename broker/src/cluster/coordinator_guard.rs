@@ -18,6 +18,15 @@ use super::Placement;
 
 /// `Some(answer)` when `request` is a group request for a group `my_id` does not coordinate.
 pub fn refuse(placement: &Placement, my_id: i32, request: &RequestKind) -> Option<ResponseKind> {
+    let group_id = group_of(request)?;
+    if placement.group_coordinator(group_id).broker_id == my_id {
+        return None;
+    }
+    answer(request, ResponseError::NotCoordinator)
+}
+
+/// The group of a request only its coordinator serves.
+pub fn group_of(request: &RequestKind) -> Option<&str> {
     let group_id = match request {
         RequestKind::JoinGroup(r) => &r.group_id,
         RequestKind::SyncGroup(r) => &r.group_id,
@@ -26,10 +35,12 @@ pub fn refuse(placement: &Placement, my_id: i32, request: &RequestKind) -> Optio
         RequestKind::OffsetCommit(r) => &r.group_id,
         _ => return None,
     };
-    if placement.group_coordinator(&group_id.0).broker_id == my_id {
-        return None;
-    }
-    let code = ResponseError::NotCoordinator.code();
+    Some(&group_id.0)
+}
+
+/// Such a request refused whole with `error`.
+pub fn answer(request: &RequestKind, error: ResponseError) -> Option<ResponseKind> {
+    let code = error.code();
     Some(match request {
         RequestKind::JoinGroup(_) => {
             ResponseKind::JoinGroup(JoinGroupResponse::default().with_error_code(code))

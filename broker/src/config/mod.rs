@@ -50,6 +50,8 @@ pub struct Config {
     /// Whether compaction runs in this process.
     pub compaction: bool,
     pub shutdown_timeout_ms: u64,
+    /// Which authorizer runs, and its super users and default.
+    pub authorizer: crate::security::authorizer::AuthorizerConfig,
     /// The engine's settings.
     pub storage: storage::StorageConfig,
     /// The in-process compactor's settings (also its topic defaults).
@@ -131,6 +133,7 @@ impl Config {
             offsets_retention_check_interval_ms: r.get(&s::OFFSETS_RETENTION_CHECK_INTERVAL_MS),
             compaction: r.get(&s::COMPACTION),
             shutdown_timeout_ms: r.get(&s::SHUTDOWN_TIMEOUT_MS),
+            authorizer: authorizer_config(r)?,
             storage,
             compactor,
         })
@@ -155,6 +158,27 @@ impl Config {
     pub fn storage_config(&self) -> storage::StorageConfig {
         self.storage.clone()
     }
+}
+
+/// The authorizer settings (each was checked when read: a parse failing here is a bug).
+fn authorizer_config(
+    r: &Resolved,
+) -> Result<crate::security::authorizer::AuthorizerConfig, ConfigError> {
+    use crate::security::authorizer::{parse_super_users, AuthorizerConfig, AuthorizerKind};
+    let invalid = |key: &str, reason: String| ConfigError::Invalid {
+        key: key.into(),
+        reason,
+    };
+    let kind = AuthorizerKind::parse(&r.get(&s::AUTHORIZER))
+        .ok_or_else(|| invalid(s::AUTHORIZER.key, "expected none or acl".into()))?;
+    let super_users = parse_super_users(&r.get(&s::SUPER_USERS).unwrap_or_default())
+        .map_err(|reason| invalid(s::SUPER_USERS.key, reason))?;
+    Ok(AuthorizerConfig {
+        kind,
+        super_users,
+        allow_everyone_if_no_acl_found: r.get(&s::ALLOW_EVERYONE_IF_NO_ACL_FOUND),
+        acls_max: r.get(&s::ACLS_MAX),
+    })
 }
 
 /// An advertised `host:port`.

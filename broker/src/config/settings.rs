@@ -30,6 +30,12 @@ pub static CONNECTIONS: &[&dyn AnySetting] = &[
     &MAX_INFLIGHT_REQUESTS,
     &SHUTDOWN_TIMEOUT_MS,
 ];
+pub static AUTHORIZATION: &[&dyn AnySetting] = &[
+    &AUTHORIZER,
+    &SUPER_USERS,
+    &ALLOW_EVERYONE_IF_NO_ACL_FOUND,
+    &ACLS_MAX,
+];
 pub static GROUPS: &[&dyn AnySetting] = &[
     &GROUP_INITIAL_REBALANCE_DELAY_MS,
     &GROUP_MIN_SESSION_TIMEOUT_MS,
@@ -48,6 +54,7 @@ pub fn schema() -> Schema {
         .group("Data", LOCATION.iter().copied())
         .group("Topics", TOPICS.iter().copied())
         .group("Connections", CONNECTIONS.iter().copied())
+        .group("Authorization", AUTHORIZATION.iter().copied())
         .group("Write and read path", ENGINE.iter().copied())
         .group("Consumer groups", GROUPS.iter().copied())
         .group("Compaction", [&COMPACTION as &dyn AnySetting]);
@@ -229,6 +236,44 @@ pub static SHUTDOWN_TIMEOUT_MS: Setting<u64> = Setting::new(
     Unit::Ms,
     "Longest wait for in-flight requests on shutdown",
 );
+
+pub static AUTHORIZER: Setting<String> = Setting::new(
+    "authorizer",
+    "none",
+    Unit::None,
+    "`none`: every request is allowed and the ACL APIs answer SECURITY_DISABLED (Kafka without `authorizer.class.name`); `acl`: ACLs in the metadata store decide, as Kafka's StandardAuthorizer",
+)
+.checked(|value| match crate::security::authorizer::AuthorizerKind::parse(value) {
+    Some(_) => Ok(()),
+    None => Err("expected none or acl".into()),
+});
+
+pub static SUPER_USERS: Setting<Option<String>> = Setting::new(
+    "super_users",
+    None,
+    Unit::None,
+    "Principals allowed everything whatever the ACLs, `;`-separated (Kafka's `super.users`, e.g. `User:admin;User:ops`)",
+)
+.default_note("none")
+.checked(|value| match value {
+    Some(text) => crate::security::authorizer::parse_super_users(text).map(|_| ()),
+    None => Ok(()),
+});
+
+pub static ALLOW_EVERYONE_IF_NO_ACL_FOUND: Setting<bool> = Setting::new(
+    "allow_everyone_if_no_acl_found",
+    false,
+    Unit::None,
+    "With `--authorizer acl`, allow an operation on a resource no ACL applies to (Kafka's `allow.everyone.if.no.acl.found`); a resource with ACLs for anyone is refused to everyone else",
+);
+
+pub static ACLS_MAX: Setting<usize> = Setting::new(
+    "acls_max",
+    100_000,
+    Unit::Count,
+    "ACLs the cluster may hold; CreateAcls beyond it is refused with POLICY_VIOLATION. Every broker keeps all of them in memory (about 300 bytes each) and lists them at start",
+)
+.at_least(1);
 
 pub static GROUP_INITIAL_REBALANCE_DELAY_MS: Setting<u64> = Setting::new(
     "group_initial_rebalance_delay_ms",

@@ -1,5 +1,8 @@
 //! ConsumerGroupHeartbeat (KIP-848): joins, keeps alive, reconciles and leaves a member of a
-//! consumer-protocol group. The assignment is computed here, on the coordinator.
+//! consumer-protocol group. The assignment is computed here, on the coordinator. As in Kafka
+//! 4.1: READ on the group comes first (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every
+//! subscribed topic name (one refused: TOPIC_AUTHORIZATION_FAILED), and a regex subscription
+//! matches only the topics the heartbeat's principal may describe.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
@@ -8,20 +11,26 @@ use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, To
 use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
 use kafka_protocol::ResponseError;
 
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::catalog::Catalog;
 use crate::context::Broker;
 use crate::groups::consumer::assignor::Assignor;
 use crate::groups::consumer::group::{Heartbeat, Refusal, JOIN_EPOCH};
 use crate::groups::consumer::topic_regex::{RegexCache, TopicNames};
 use crate::groups::consumer::{self, TopicMeta, TopicRegexError, TopicSource};
+use crate::security::authorizer::{operations, Authorizer};
 
 pub async fn handle(
     broker: &Broker,
-    client_id: Option<&str>,
+    context: &RequestContext,
     request: ConsumerGroupHeartbeatRequest,
 ) -> ConsumerGroupHeartbeatResponse {
     let group_id = request.group_id.0.to_string();
+    if let Err((error, message)) = authorize(broker, context, &request) {
+        return ConsumerGroupHeartbeatResponse::default()
+            .with_error_code(error.code())
+            .with_error_message(message.map(str_bytes));
+    }
     let placement = broker.membership.placement();
     if placement.group_coordinator(&group_id).broker_id != broker.node.broker_id {
         return refused(
@@ -48,7 +57,7 @@ pub async fn handle(
         }
     }
     let heartbeat = Heartbeat {
-        client_id: client_id.unwrap_or_default().to_string(),
+        client_id: context.client_id.clone(),
         ..heartbeat
     };
     let coordinator = broker.groups.consumer();
@@ -56,6 +65,8 @@ pub async fn handle(
         catalog: &broker.catalog,
         regexes: coordinator.regexes(),
         names: OnceLock::new(),
+        authorizer: &broker.authorizer,
+        context,
     };
     let interval_ms = coordinator.config().heartbeat_interval_ms;
     match coordinator.heartbeat(&group_id, heartbeat, &topics).await {
@@ -78,12 +89,50 @@ pub async fn handle(
     }
 }
 
+/// READ on the group, DESCRIBE on each subscribed name; `Err(code, Kafka's message if any)`.
+fn authorize(
+    broker: &Broker,
+    context: &RequestContext,
+    request: &ConsumerGroupHeartbeatRequest,
+) -> Result<(), (ResponseError, Option<&'static str>)> {
+    let authorizer = &broker.authorizer;
+    if !authorizer.allows(
+        context,
+        &operations::CONSUMER_GROUP_HEARTBEAT,
+        &request.group_id.0,
+    ) {
+        return Err((
+            ResponseError::GroupAuthorizationFailed,
+            Some("Group authorization failed."),
+        ));
+    }
+    let names = request
+        .subscribed_topic_names
+        .as_deref()
+        .unwrap_or_default();
+    let mut distinct: Vec<&str> = names.iter().map(|n| n.0.as_str()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let all_allowed = distinct
+        .into_iter()
+        .all(|name| authorizer.allows(context, &operations::CONSUMER_GROUP_HEARTBEAT_TOPICS, name));
+    if !all_allowed {
+        return Err((ResponseError::TopicAuthorizationFailed, None));
+    }
+    Ok(())
+}
+
 /// The catalog as one heartbeat sees it. Topic names are listed only if a member of the group
 /// subscribes by regex, and then once; a regex runs over them only when the names changed.
+/// What a regex matches is then narrowed to the topics this heartbeat's principal may
+/// describe (Kafka resolves a group's regexes with the rights of the member whose heartbeat
+/// asked, too).
 struct CatalogTopics<'a> {
     catalog: &'a Catalog,
     regexes: &'a RegexCache,
     names: OnceLock<TopicNames>,
+    authorizer: &'a Authorizer,
+    context: &'a RequestContext,
 }
 
 impl TopicSource for CatalogTopics<'_> {
@@ -96,13 +145,25 @@ impl TopicSource for CatalogTopics<'_> {
     }
 
     fn matching(&self, pattern: &str) -> Result<Arc<BTreeSet<String>>, TopicRegexError> {
-        self.regexes
+        let matched = self
+            .regexes
             .matching(pattern, self.catalog.names_generation(), || {
                 self.names.get_or_init(|| {
                     let (generation, names) = self.catalog.names();
                     TopicNames::new(generation, names)
                 })
-            })
+            })?;
+        if !self.authorizer.enabled() {
+            return Ok(matched);
+        }
+        let rule = &operations::CONSUMER_GROUP_HEARTBEAT_TOPICS;
+        Ok(Arc::new(
+            matched
+                .iter()
+                .filter(|topic| self.authorizer.allows_quietly(self.context, rule, topic))
+                .cloned()
+                .collect(),
+        ))
     }
 }
 

@@ -1,4 +1,5 @@
-//! CreatePartitions: only increases, conditionally on the catalog version read.
+//! CreatePartitions: only increases, conditionally on the catalog version read. ALTER on each
+//! topic is checked after duplicates, before anything else (TOPIC_AUTHORIZATION_FAILED).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use super::create_topics::MAX_PARTITIONS;
 use super::{str_bytes, topic_name, RequestContext};
 use crate::catalog::CatalogError;
 use crate::context::Broker;
+use crate::security::authorizer::operations;
 
 type Refusal = (ResponseError, String);
 
@@ -32,12 +34,21 @@ pub async fn handle(
                 ResponseError::InvalidRequest,
                 format!("Duplicate topic in request: {name}"),
             ))
+        } else if !broker
+            .authorizer
+            .allows(context, &operations::CREATE_PARTITIONS, &name)
+        {
+            Err((ResponseError::TopicAuthorizationFailed, String::new()))
         } else {
             grow(broker, &name, topic, request.validate_only).await
         };
         let result = CreatePartitionsTopicResult::default().with_name(topic_name(&name));
         results.push(match outcome {
             Ok(()) => result,
+            // Kafka answers a refused topic without a message.
+            Err((code, message)) if message.is_empty() => {
+                result.with_error_code(code.code()).with_error_message(None)
+            }
             Err((code, message)) => {
                 context.refused("create_partitions", &name, code, &message);
                 result

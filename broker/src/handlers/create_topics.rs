@@ -1,7 +1,9 @@
 //! CreateTopics in Kafka's order of checks: name rules, existence (an existing topic is
 //! TOPIC_ALREADY_EXISTS whatever else the request says), configs, then partition count,
 //! replication factor (-1 or 1), replica assignments naming only this broker, and name
-//! collisions. `validate_only` runs every check and creates nothing.
+//! collisions. `validate_only` runs every check and creates nothing. Authorization comes before
+//! all of them but the duplicate check, as in Kafka's controller: CREATE on the cluster, else on
+//! each topic; the configs of a created topic are shown only with DESCRIBE_CONFIGS on it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -17,6 +19,8 @@ use super::configs::{config_refusal, topic_entries};
 use super::{str_bytes, topic_name, RequestContext};
 use crate::catalog::{CatalogError, Topic};
 use crate::context::Broker;
+use crate::security::acl::CLUSTER_NAME;
+use crate::security::authorizer::operations;
 use crate::topic_names;
 
 /// Partitions per topic at most; every partition costs index keys and per-stream state.
@@ -43,6 +47,11 @@ pub async fn handle(
                 ResponseError::InvalidRequest,
                 format!("Create topics request contains topic {name} more than once"),
             ))
+        } else if !may_create(broker, context, &name) {
+            Err((
+                ResponseError::TopicAuthorizationFailed,
+                "Authorization failed.".to_string(),
+            ))
         } else {
             create_one(broker, &name, topic, validate_only).await
         };
@@ -53,10 +62,19 @@ pub async fn handle(
                     .with_topic_id(created.id)
                     .with_num_partitions(created.partitions)
                     .with_replication_factor(1);
-                if version >= 5 {
-                    result.with_configs(Some(describe_configs(broker, &created.configs)))
-                } else {
-                    result
+                let configs_allowed = broker.authorizer.allows_quietly(
+                    context,
+                    &operations::CREATE_TOPICS_CONFIGS,
+                    &name,
+                );
+                match (version >= 5, configs_allowed) {
+                    (true, true) => {
+                        result.with_configs(Some(describe_configs(broker, &created.configs)))
+                    }
+                    (true, false) => result.with_topic_config_error_code(
+                        ResponseError::TopicAuthorizationFailed.code(),
+                    ),
+                    (false, _) => result,
                 }
             }
             Err((code, message)) => {
@@ -70,6 +88,13 @@ pub async fn handle(
         });
     }
     CreateTopicsResponse::default().with_topics(results)
+}
+
+/// CREATE on the cluster allows every topic; else CREATE on the topic.
+fn may_create(broker: &Broker, context: &RequestContext, name: &str) -> bool {
+    let authorizer = &broker.authorizer;
+    authorizer.allows_quietly(context, &operations::CREATE_TOPICS_CLUSTER, CLUSTER_NAME)
+        || authorizer.allows(context, &operations::CREATE_TOPICS, name)
 }
 
 /// What a successful (or validated) creation reports.

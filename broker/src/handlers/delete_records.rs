@@ -1,7 +1,8 @@
 //! DeleteRecords: moves a partition's log start offset forward. Records below it are unreadable
 //! at once (Fetch answers OFFSET_OUT_OF_RANGE, ListOffsets earliest moves); the compactor frees
 //! their storage later. Only the partition's leader answers, as for Produce, so that a client
-//! retrying after NOT_LEADER_OR_FOLLOWER reaches the broker the Metadata named.
+//! retrying after NOT_LEADER_OR_FOLLOWER reaches the broker the Metadata named. DELETE on each
+//! topic is checked first (TOPIC_AUTHORIZATION_FAILED, whether the topic exists or not).
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use kafka_protocol::ResponseError;
 use super::{kafka_offset, RequestContext};
 use crate::cluster::Placement;
 use crate::context::Broker;
+use crate::security::authorizer::operations;
 use crate::storage_errors::read_error;
 
 /// The offset a client sends to delete everything up to the high watermark.
@@ -29,10 +31,17 @@ pub async fn handle(
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.0.to_string();
+        let allowed = broker
+            .authorizer
+            .allows(context, &operations::DELETE_RECORDS, &name);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for partition in topic.partitions {
             let index = partition.partition_index;
-            let answer = delete(broker, &placement, zone, &name, index, partition.offset).await;
+            let answer = if allowed {
+                delete(broker, &placement, zone, &name, index, partition.offset).await
+            } else {
+                Err(ResponseError::TopicAuthorizationFailed)
+            };
             let result = DeleteRecordsPartitionResult::default().with_partition_index(index);
             partitions.push(match answer {
                 Ok(low_watermark) => result.with_low_watermark(kafka_offset(low_watermark)),

@@ -1,6 +1,9 @@
 //! DeleteTopics by name (v0-5) or by name or topic id (v6). The catalog record goes first, so
 //! the topic disappears for every broker at once; then the partitions' index is forgotten
-//! (their WAL bytes are reclaimed by the compactor).
+//! (their WAL bytes are reclaimed by the compactor). Authorization as in Kafka's controller:
+//! DELETE on the cluster allows every topic; else a topic named needs DESCRIBE before its
+//! existence is told and DELETE to go; a topic given by id that may not be deleted is refused
+//! with its name only if the principal may describe it.
 
 use std::sync::Arc;
 
@@ -9,12 +12,46 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
-use super::{str_bytes, topic_name};
+use super::{str_bytes, topic_name, RequestContext};
 use crate::catalog::CatalogError;
 use crate::context::Broker;
+use crate::security::acl::CLUSTER_NAME;
+use crate::security::authorizer::operations;
+
+/// `Err(whether the name may be shown)` when the principal may not delete the topic. A topic
+/// named but not there is left to the caller (UNKNOWN_TOPIC_OR_PARTITION) once DESCRIBE
+/// allows telling so.
+async fn authorize(
+    broker: &Broker,
+    context: &RequestContext,
+    name: &str,
+    by_id: bool,
+) -> Result<(), bool> {
+    let authorizer = &broker.authorizer;
+    if authorizer.allows_quietly(context, &operations::DELETE_TOPICS_CLUSTER, CLUSTER_NAME) {
+        return Ok(());
+    }
+    let describable = authorizer.allows(context, &operations::DELETE_TOPICS_DESCRIBE, name);
+    if !describable && !by_id {
+        return Err(true);
+    }
+    if !by_id && !exists(broker, name).await {
+        return Ok(());
+    }
+    if authorizer.allows(context, &operations::DELETE_TOPICS, name) {
+        Ok(())
+    } else {
+        Err(describable)
+    }
+}
+
+async fn exists(broker: &Broker, name: &str) -> bool {
+    broker.catalog.get(name).is_some() || matches!(broker.catalog.refresh(name).await, Ok(Some(_)))
+}
 
 pub async fn handle(
     broker: &Arc<Broker>,
+    context: &RequestContext,
     version: i16,
     request: DeleteTopicsRequest,
 ) -> DeleteTopicsResponse {
@@ -33,12 +70,17 @@ pub async fn handle(
     };
     let mut responses = Vec::with_capacity(targets.len());
     for (name, id) in targets {
-        responses.push(delete_one(broker, name, id).await);
+        responses.push(delete_one(broker, context, name, id).await);
     }
     DeleteTopicsResponse::default().with_responses(responses)
 }
 
-async fn delete_one(broker: &Arc<Broker>, name: Option<String>, id: Uuid) -> DeletableTopicResult {
+async fn delete_one(
+    broker: &Arc<Broker>,
+    context: &RequestContext,
+    name: Option<String>,
+    id: Uuid,
+) -> DeletableTopicResult {
     let result = DeletableTopicResult::default()
         .with_name(name.as_deref().map(topic_name))
         .with_topic_id(id);
@@ -72,6 +114,13 @@ async fn delete_one(broker: &Arc<Broker>, name: Option<String>, id: Uuid) -> Del
             )
         }
     };
+    if let Err(shown) = authorize(broker, context, &name, !id.is_nil()).await {
+        let refused = ResponseError::TopicAuthorizationFailed;
+        return result
+            .with_name(shown.then(|| topic_name(&name)))
+            .with_error_code(refused.code())
+            .with_error_message(Some(str_bytes("Topic authorization failed.")));
+    }
     match broker.catalog.delete(&name).await {
         Ok(topic) => {
             for partition in 0..topic.record.partitions {

@@ -7,12 +7,15 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::ResponseError;
 
-use super::metadata::CLUSTER_OPERATIONS;
+use super::metadata::{cluster_operations, OPERATIONS_NOT_REQUESTED};
 use super::{broker_id, str_bytes, RequestContext};
 use crate::context::Broker;
+use crate::security::authorizer::operations;
 
 const ENDPOINT_BROKERS: i8 = 1;
 
+/// Anyone may describe the cluster, as in Kafka; DESCRIBE on it only shows in the authorized
+/// operations.
 pub fn handle(
     broker: &Arc<Broker>,
     context: &RequestContext,
@@ -37,9 +40,9 @@ pub fn handle(
             .with_controller_id(broker_id(-1));
     }
     let ops = if request.include_cluster_authorized_operations {
-        CLUSTER_OPERATIONS
+        cluster_operations(broker, context, &operations::DESCRIBE_CLUSTER_OPERATIONS)
     } else {
-        i32::MIN
+        OPERATIONS_NOT_REQUESTED
     };
     response
         .with_brokers(

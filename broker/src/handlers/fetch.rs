@@ -1,6 +1,7 @@
 //! Fetch: read whole batches from the offset asked, rewrite each batch's base offset from the
 //! index, and long-poll at the end of the log until `min_bytes` arrive or `max_wait_ms` passes.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,9 +14,11 @@ use record_batch::set_base_offset;
 use storage::{ReadChunk, StorageError};
 use tokio::time::Instant;
 
-use super::{kafka_offset, topic_name};
+use super::{kafka_offset, topic_name, RequestContext};
 use crate::context::Broker;
 use crate::fetch_session::{FetchTarget, Plan, Reported};
+use crate::security::acl::CLUSTER_NAME;
+use crate::security::authorizer::operations;
 use crate::storage_errors::read_error;
 
 /// Longest wait a client may ask for; bounds how long a request holds its connection slot.
@@ -35,8 +38,13 @@ impl PartitionResult {
     }
 }
 
-pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> FetchResponse {
-    let plan = match plan(broker, version, &request) {
+pub async fn handle(
+    broker: &Arc<Broker>,
+    context: &RequestContext,
+    version: i16,
+    request: FetchRequest,
+) -> FetchResponse {
+    let mut plan = match plan(broker, version, &request) {
         Ok(plan) => plan,
         Err(error) => {
             return FetchResponse::default()
@@ -44,6 +52,7 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -
                 .with_session_id(0)
         }
     };
+    let denied = authorize(broker, context, &request, &mut plan);
     let limits = Limits {
         // Negative sizes and waits are 0.
         max_bytes: if version >= 3 {
@@ -56,11 +65,54 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -
             u64::try_from(request.max_wait_ms.min(MAX_WAIT_MS_CAP)).unwrap_or(0),
         ),
     };
-    let results = long_poll(broker, &plan, limits).await;
+    // Refused partitions do not end the wait, as in Kafka; with nothing else to read, the
+    // answer goes at once.
+    let mut results = if plan.targets.is_empty() && !denied.is_empty() {
+        Vec::new()
+    } else {
+        long_poll(broker, &plan, limits).await
+    };
+    results.extend(denied);
     let read_committed = request.isolation_level == 1;
     FetchResponse::default()
         .with_session_id(plan.session_id)
         .with_responses(respond(broker, &plan, results, read_committed))
+}
+
+/// Takes out of the plan the partitions the principal may not read (READ on each topic; a
+/// replica's fetch needs CLUSTER_ACTION on the cluster) and answers them
+/// TOPIC_AUTHORIZATION_FAILED, before their existence is looked at.
+fn authorize(
+    broker: &Broker,
+    context: &RequestContext,
+    request: &FetchRequest,
+    plan: &mut Plan,
+) -> Vec<PartitionResult> {
+    let authorizer = &broker.authorizer;
+    if !authorizer.enabled() {
+        return Vec::new();
+    }
+    let follower_refused = request.replica_id.0 >= 0
+        && !authorizer.allows(context, &operations::FETCH_FOLLOWER, CLUSTER_NAME);
+    let mut allowed: HashMap<String, bool> = HashMap::new();
+    let mut denied = Vec::new();
+    plan.targets.retain(|target| {
+        let ok = !follower_refused
+            && *allowed
+                .entry(target.topic.clone())
+                .or_insert_with_key(|topic| authorizer.allows(context, &operations::FETCH, topic));
+        if !ok {
+            denied.push(PartitionResult {
+                target: target.clone(),
+                error: Some(ResponseError::TopicAuthorizationFailed),
+                high_watermark: -1,
+                log_start_offset: -1,
+                records: None,
+            });
+        }
+        ok
+    });
+    denied
 }
 
 /// What one Fetch may return and how long it may wait for it.

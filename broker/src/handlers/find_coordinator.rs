@@ -5,7 +5,8 @@
 //! Transactions are not supported, so TRANSACTION keys get TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 //! what Kafka answers a client it will not serve a transactional id: librdkafka and the Java
 //! client treat it as fatal and fail `init_transactions` at once, where any other error makes
-//! them retry the lookup until their timeout.
+//! them retry the lookup until their timeout. DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED)
+//! or the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) is checked first.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
@@ -14,6 +15,7 @@ use kafka_protocol::ResponseError;
 
 use super::{broker_id, str_bytes, RequestContext};
 use crate::context::Broker;
+use crate::security::authorizer::operations;
 
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
@@ -33,11 +35,11 @@ pub fn handle(
         let coordinators = request
             .coordinator_keys
             .into_iter()
-            .map(|key| coordinator(broker, &context.listener, key_type, key))
+            .map(|key| coordinator(broker, context, key_type, key))
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    let found = coordinator(broker, &context.listener, key_type, request.key);
+    let found = coordinator(broker, context, key_type, request.key);
     let response = FindCoordinatorResponse::default()
         .with_error_code(found.error_code)
         .with_node_id(found.node_id)
@@ -50,7 +52,12 @@ pub fn handle(
     }
 }
 
-fn coordinator(broker: &Broker, listener: &str, key_type: i8, key: StrBytes) -> Coordinator {
+fn coordinator(
+    broker: &Broker,
+    context: &RequestContext,
+    key_type: i8,
+    key: StrBytes,
+) -> Coordinator {
     let refuse = |error: ResponseError, message: &str| {
         Coordinator::default()
             .with_key(key.clone())
@@ -60,12 +67,29 @@ fn coordinator(broker: &Broker, listener: &str, key_type: i8, key: StrBytes) -> 
             .with_error_code(error.code())
             .with_error_message(Some(str_bytes(message)))
     };
+    let authorizer = &broker.authorizer;
     match key_type {
+        KEY_TYPE_GROUP
+            if !authorizer.allows(context, &operations::FIND_COORDINATOR_GROUP, &key) =>
+        {
+            refuse(
+                ResponseError::GroupAuthorizationFailed,
+                "Group authorization failed.",
+            )
+        }
+        KEY_TYPE_TRANSACTION
+            if !authorizer.allows(context, &operations::FIND_COORDINATOR_TRANSACTION, &key) =>
+        {
+            refuse(
+                ResponseError::TransactionalIdAuthorizationFailed,
+                "Transactional Id authorization failed.",
+            )
+        }
         KEY_TYPE_GROUP => {
             let placement = broker.membership.placement();
             let chosen = placement.group_coordinator(&key);
             // As Kafka: a coordinator without this listener cannot be reached by this client.
-            let Some((host, port)) = chosen.endpoint(listener) else {
+            let Some((host, port)) = chosen.endpoint(&context.listener) else {
                 return refuse(
                     ResponseError::CoordinatorNotAvailable,
                     "the coordinator has no endpoint for this listener",

@@ -1,24 +1,48 @@
 //! InitProducerId for idempotent producers. Every call gets a fresh producer id at epoch 0,
 //! as Kafka does without a transactional id (a KIP-360 bump request included: a new id is
 //! always a valid answer). Transactional ids are refused: this broker has no transactions.
+//! An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+//! (KIP-679), else CLUSTER_AUTHORIZATION_FAILED.
 
 use std::sync::Arc;
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use kafka_protocol::ResponseError;
 
+use super::RequestContext;
 use crate::context::Broker;
+use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+use crate::security::authorizer::operations;
 
 pub async fn handle(
     broker: &Arc<Broker>,
+    context: &RequestContext,
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let response = InitProducerIdResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
-    if request.transactional_id.is_some() {
+    let authorizer = &broker.authorizer;
+    if let Some(id) = request.transactional_id.as_deref() {
+        // Asked first so that a refusal is logged as one; allowed or not, no transactions.
+        authorizer.allows(context, &operations::INIT_PRODUCER_ID_TRANSACTIONAL, id);
         tracing::debug!("refused init producer id with a transactional id");
         return response.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code());
+    }
+    let idempotent =
+        authorizer.allows_quietly(
+            context,
+            &operations::INIT_PRODUCER_ID_IDEMPOTENT,
+            CLUSTER_NAME,
+        ) || authorizer.allows_on_any(context, AclOperation::Write, ResourceType::Topic);
+    if !idempotent {
+        // Logged as Kafka would: the cluster check, now that no topic grant saved it.
+        authorizer.allows(
+            context,
+            &operations::INIT_PRODUCER_ID_IDEMPOTENT,
+            CLUSTER_NAME,
+        );
+        return response.with_error_code(ResponseError::ClusterAuthorizationFailed.code());
     }
     match broker.producers.ids.next().await {
         Ok(id) => response

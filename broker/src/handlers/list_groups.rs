@@ -1,20 +1,31 @@
 //! ListGroups with the state (v4+) and type (v5+) filters: classic groups, then groups of the
 //! consumer protocol (KIP-848), which Kafka lists with protocol type and group type "consumer".
+//! DESCRIBE on the cluster lists every group; without it, only the groups the principal may
+//! describe.
 
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 
-use super::str_bytes;
+use super::{str_bytes, RequestContext};
 use crate::context::Broker;
+use crate::security::acl::CLUSTER_NAME;
+use crate::security::authorizer::operations;
 
 const CLASSIC: &str = "classic";
 const CONSUMER: &str = "consumer";
 
 pub async fn handle(
     broker: &Broker,
+    context: &RequestContext,
     version: i16,
     request: ListGroupsRequest,
 ) -> ListGroupsResponse {
+    let authorizer = &broker.authorizer;
+    let sees_all =
+        authorizer.allows_quietly(context, &operations::LIST_GROUPS_CLUSTER, CLUSTER_NAME);
+    let visible = |group_id: &str| {
+        sees_all || authorizer.allows_quietly(context, &operations::LIST_GROUPS, group_id)
+    };
     let states: Vec<String> = request
         .states_filter
         .iter()
@@ -44,6 +55,7 @@ pub async fn handle(
     let groups = rows
         .into_iter()
         .filter(|(_, _, state, _)| states.is_empty() || states.contains(&state.to_lowercase()))
+        .filter(|(group_id, _, _, _)| visible(group_id))
         .map(|(group_id, protocol_type, state, group_type)| {
             let listed = ListedGroup::default()
                 .with_group_id(GroupId(str_bytes(&group_id)))

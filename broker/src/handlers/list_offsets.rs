@@ -13,8 +13,9 @@ use record_batch::rewrite::record_timestamps;
 use record_batch::DECOMPRESSED_BYTES_MAX;
 use storage::{ReadChunk, StreamBounds};
 
-use super::kafka_offset;
+use super::{kafka_offset, RequestContext};
 use crate::context::Broker;
+use crate::security::authorizer::operations;
 use crate::storage_errors::read_error;
 
 const LATEST_TIMESTAMP: i64 = -1;
@@ -23,11 +24,15 @@ const MAX_TIMESTAMP: i64 = -3;
 
 pub async fn handle(
     broker: &Arc<Broker>,
+    context: &RequestContext,
     version: i16,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
+        let allowed = broker
+            .authorizer
+            .allows(context, &operations::LIST_OFFSETS, &topic.name.0);
         let found = broker.catalog.get(&topic.name.0);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for partition in topic.partitions {
@@ -36,6 +41,12 @@ pub async fn handle(
             let response = ListOffsetsPartitionResponse::default()
                 .with_partition_index(partition.partition_index)
                 .with_leader_epoch(leader_epoch);
+            if !allowed {
+                let refused = ResponseError::TopicAuthorizationFailed.code();
+                let response = response.with_error_code(refused).with_leader_epoch(-1);
+                partitions.push(unknown(response));
+                continue;
+            }
             let stream = found
                 .as_ref()
                 .filter(|t| {

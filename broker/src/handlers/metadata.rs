@@ -1,7 +1,8 @@
 //! Metadata: the live brokers at their addresses for the listener the request came through,
-//! and every requested topic with each partition's leader chosen by `cluster::placement`
-//! (preferring the client's zone). Unknown topics are created when both the broker setting
-//! and the request allow it.
+//! and every requested topic with each partition's leader chosen
+//! by `cluster::placement` (preferring the client's zone). Unknown topics are created when both
+//! the broker setting and the request allow it, and the principal may create them. Topics the
+//! principal may not describe are left out of an all-topics answer and refused by name.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -17,16 +18,11 @@ use super::{broker_id, create_topics, str_bytes, topic_name, RequestContext};
 use crate::catalog::Topic;
 use crate::cluster::Placement;
 use crate::context::Broker;
+use crate::security::acl::{ResourceType, CLUSTER_NAME};
+use crate::security::authorizer::{operations, Rule};
 
 /// Kafka's "authorized operations not requested" marker.
-const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
-/// READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: everything is
-/// allowed without an authorizer.
-const TOPIC_OPERATIONS: i32 =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
-/// CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE.
-pub(super) const CLUSTER_OPERATIONS: i32 =
-    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+pub(super) const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
 
 pub async fn handle(
     broker: &Arc<Broker>,
@@ -37,10 +33,13 @@ pub async fn handle(
 ) -> MetadataResponse {
     let node = &broker.node;
     let placement = broker.membership.placement();
+    let include_ops = version >= 8 && request.include_topic_authorized_operations;
     let at = Leaders {
         placement: &placement,
         zone,
-        listener: &context.listener,
+        broker,
+        context,
+        include_ops,
         version,
     };
     // Brokers without this listener are left out, as Kafka leaves them out.
@@ -58,7 +57,6 @@ pub async fn handle(
             )
         })
         .collect();
-    let include_ops = version >= 8 && request.include_topic_authorized_operations;
     // v0 has no null array: an empty list means all topics.
     let all_topics = match &request.topics {
         None => true,
@@ -66,8 +64,11 @@ pub async fn handle(
     };
     let mut topics = Vec::new();
     if all_topics {
+        let authorizer = &broker.authorizer;
         for topic in broker.catalog.list() {
-            topics.push(describe(&at, &topic, include_ops));
+            if authorizer.allows_quietly(context, &operations::METADATA, &topic.name) {
+                topics.push(describe(&at, &topic));
+            }
         }
     } else {
         let auto_create =
@@ -82,12 +83,12 @@ pub async fn handle(
             match name {
                 Some(name) => {
                     if seen_names.insert(name.0.to_string()) {
-                        topics.push(by_name(broker, &at, &name.0, auto_create, include_ops).await);
+                        topics.push(by_name(&at, &name.0, auto_create).await);
                     }
                 }
                 None => {
                     if seen_ids.insert(requested.topic_id) {
-                        topics.push(by_id(broker, &at, requested.topic_id, include_ops));
+                        topics.push(by_id(&at, requested.topic_id));
                     }
                 }
             }
@@ -95,7 +96,7 @@ pub async fn handle(
     }
     let cluster_ops =
         if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
-            CLUSTER_OPERATIONS
+            cluster_operations(broker, context, &operations::METADATA_CLUSTER_OPERATIONS)
         } else {
             OPERATIONS_NOT_REQUESTED
         };
@@ -114,28 +115,41 @@ pub async fn handle(
         .with_cluster_authorized_operations(cluster_ops)
 }
 
-async fn by_name(
-    broker: &Arc<Broker>,
-    at: &Leaders<'_>,
-    name: &str,
-    auto_create: bool,
-    include_ops: bool,
-) -> MetadataResponseTopic {
+async fn by_name(at: &Leaders<'_>, name: &str, auto_create: bool) -> MetadataResponseTopic {
+    let (broker, context) = (at.broker, at.context);
     let error = |code: ResponseError| {
         MetadataResponseTopic::default()
             .with_name(Some(topic_name(name)))
             .with_error_code(code.code())
             .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
     };
+    // Before anything about the topic is told, even whether it exists.
+    if !broker
+        .authorizer
+        .allows(context, &operations::METADATA, name)
+    {
+        return error(ResponseError::TopicAuthorizationFailed);
+    }
+    let may_create = || {
+        let authorizer = &broker.authorizer;
+        authorizer.allows_quietly(
+            context,
+            &operations::METADATA_AUTO_CREATE_CLUSTER,
+            CLUSTER_NAME,
+        ) || authorizer.allows(context, &operations::METADATA_AUTO_CREATE, name)
+    };
     if crate::topic_names::validate_topic_name(name).is_err() {
+        if auto_create && !may_create() {
+            return error(ResponseError::TopicAuthorizationFailed);
+        }
         return error(ResponseError::InvalidTopicException);
     }
     if let Some(topic) = broker.catalog.get(name) {
-        return describe(at, &topic, include_ops);
+        return describe(at, &topic);
     }
     // Another broker may have created it since our last notification.
     match broker.catalog.refresh(name).await {
-        Ok(Some(topic)) => return describe(at, &topic, include_ops),
+        Ok(Some(topic)) => return describe(at, &topic),
         Ok(None) => {}
         Err(e) => {
             tracing::warn!(topic = name, error = %e, "cannot read topic from the metadata store");
@@ -145,6 +159,9 @@ async fn by_name(
     if !auto_create {
         return error(ResponseError::UnknownTopicOrPartition);
     }
+    if !may_create() {
+        return error(ResponseError::TopicAuthorizationFailed);
+    }
     let partitions = broker.config.default_partitions;
     match create_topics::create_topic(broker, name, partitions, Default::default()).await {
         // As Kafka does: the request that triggers creation learns the topic is coming
@@ -152,7 +169,7 @@ async fn by_name(
         // deleted topic while another client auto-creates it see "not there yet", as with Kafka.
         Ok(_) => error(ResponseError::LeaderNotAvailable),
         Err((ResponseError::TopicAlreadyExists, _)) => match broker.catalog.get(name) {
-            Some(topic) => describe(at, &topic, include_ops),
+            Some(topic) => describe(at, &topic),
             None => error(ResponseError::LeaderNotAvailable),
         },
         Err((code, message)) => {
@@ -162,9 +179,53 @@ async fn by_name(
     }
 }
 
+fn by_id(at: &Leaders<'_>, id: Uuid) -> MetadataResponseTopic {
+    let refused = |code: ResponseError| {
+        MetadataResponseTopic::default()
+            .with_topic_id(id)
+            .with_error_code(code.code())
+            .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED)
+    };
+    match at.broker.catalog.get_by_id(id) {
+        // Kafka does not hold topic ids secret, only names: the id comes back, the name not.
+        Some(topic)
+            if !at
+                .broker
+                .authorizer
+                .allows(at.context, &operations::METADATA, &topic.name) =>
+        {
+            refused(ResponseError::TopicAuthorizationFailed)
+        }
+        Some(topic) => describe(at, &topic),
+        None => refused(ResponseError::UnknownTopicId),
+    }
+}
+
+/// Kafka's cluster `authorized_operations`: none without DESCRIBE on the cluster.
+pub(super) fn cluster_operations(broker: &Broker, context: &RequestContext, rule: &Rule) -> i32 {
+    if broker.authorizer.allows(context, rule, CLUSTER_NAME) {
+        broker
+            .authorizer
+            .authorized_operations(context, ResourceType::Cluster, CLUSTER_NAME)
+    } else {
+        0
+    }
+}
+
+/// The membership snapshot and client zone one Metadata answer is computed from, and who asks
+/// (through which listener, at which version).
+struct Leaders<'a> {
+    placement: &'a Placement,
+    zone: Option<&'a str>,
+    broker: &'a Arc<Broker>,
+    context: &'a RequestContext,
+    include_ops: bool,
+    version: i16,
+}
+
 fn partition(at: &Leaders<'_>, topic: &Topic, index: i32) -> MetadataResponsePartition {
     let leader = at.placement.partition_leader(&topic.name, index, at.zone);
-    if leader.endpoint(at.listener).is_none() {
+    if leader.endpoint(&at.context.listener).is_none() {
         // Kafka's answer when the leader has no endpoint for the client's listener.
         let error = if at.version >= 6 {
             ResponseError::ListenerNotFound
@@ -187,30 +248,7 @@ fn partition(at: &Leaders<'_>, topic: &Topic, index: i32) -> MetadataResponsePar
         .with_isr_nodes(vec![leader])
 }
 
-fn by_id(
-    broker: &Arc<Broker>,
-    at: &Leaders<'_>,
-    id: Uuid,
-    include_ops: bool,
-) -> MetadataResponseTopic {
-    match broker.catalog.get_by_id(id) {
-        Some(topic) => describe(at, &topic, include_ops),
-        None => MetadataResponseTopic::default()
-            .with_topic_id(id)
-            .with_error_code(ResponseError::UnknownTopicId.code())
-            .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED),
-    }
-}
-
-/// The membership snapshot, client zone and listener one Metadata answer is computed from.
-struct Leaders<'a> {
-    placement: &'a Placement,
-    zone: Option<&'a str>,
-    listener: &'a str,
-    version: i16,
-}
-
-fn describe(at: &Leaders<'_>, topic: &Topic, include_ops: bool) -> MetadataResponseTopic {
+fn describe(at: &Leaders<'_>, topic: &Topic) -> MetadataResponseTopic {
     let partitions = (0..topic.record.partitions)
         .map(|index| partition(at, topic, index))
         .collect();
@@ -218,8 +256,10 @@ fn describe(at: &Leaders<'_>, topic: &Topic, include_ops: bool) -> MetadataRespo
         .with_name(Some(topic_name(&topic.name)))
         .with_topic_id(topic.record.id)
         .with_partitions(partitions)
-        .with_topic_authorized_operations(if include_ops {
-            TOPIC_OPERATIONS
+        .with_topic_authorized_operations(if at.include_ops {
+            at.broker
+                .authorizer
+                .authorized_operations(at.context, ResourceType::Topic, &topic.name)
         } else {
             OPERATIONS_NOT_REQUESTED
         })

@@ -5,11 +5,14 @@ mod api_versions;
 mod configs;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
+mod create_acls;
 mod create_partitions;
 mod create_topics;
+mod delete_acls;
 mod delete_groups;
 mod delete_records;
 mod delete_topics;
+mod describe_acls;
 mod describe_cluster;
 mod describe_groups;
 mod fetch;
@@ -25,6 +28,7 @@ mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
 mod produce;
+mod produce_access;
 mod produce_policy;
 mod request_context;
 mod sync_group;
@@ -33,6 +37,7 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::{ApiKey, BrokerId, RequestKind, ResponseKind, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
 use protocol::codec::Request;
 
 use crate::context::Broker;
@@ -63,6 +68,9 @@ pub async fn handle(
     session: &Session,
 ) -> Result<Option<ResponseKind>, HandlerError> {
     let context = RequestContext::new(&request.header, session);
+    if let Some(refused) = refuse_unauthorized_group(broker, &context, &request.body) {
+        return Ok(Some(refused));
+    }
     let placement = broker.membership.placement();
     if let Some(refused) =
         crate::cluster::coordinator_guard::refuse(&placement, broker.node.broker_id, &request.body)
@@ -98,6 +106,30 @@ pub async fn handle(
     }
 }
 
+/// Group requests only the coordinator serves are refused GROUP_AUTHORIZATION_FAILED without
+/// READ on the group, before the coordinator is looked for, as Kafka checks them.
+fn refuse_unauthorized_group(
+    broker: &Broker,
+    context: &RequestContext,
+    body: &RequestKind,
+) -> Option<ResponseKind> {
+    use crate::cluster::coordinator_guard::{answer, group_of};
+    use crate::security::authorizer::operations as ops;
+    let group = group_of(body)?;
+    let rule = match body {
+        RequestKind::JoinGroup(_) => &ops::JOIN_GROUP,
+        RequestKind::SyncGroup(_) => &ops::SYNC_GROUP,
+        RequestKind::Heartbeat(_) => &ops::HEARTBEAT,
+        RequestKind::LeaveGroup(_) => &ops::LEAVE_GROUP,
+        RequestKind::OffsetCommit(_) => &ops::OFFSET_COMMIT_GROUP,
+        _ => return None,
+    };
+    if broker.authorizer.allows(context, rule, group) {
+        return None;
+    }
+    answer(body, ResponseError::GroupAuthorizationFailed)
+}
+
 /// What every handler may need of the request it serves.
 struct Call<'a> {
     broker: &'a Arc<Broker>,
@@ -117,6 +149,8 @@ impl Call<'_> {
         placement: &crate::cluster::Placement,
     ) -> Option<ResponseKind> {
         let ticket = ticket.unwrap_or_else(|| Sequencer::default().ticket());
+        let (request, denied) =
+            produce_access::split(&self.broker.authorizer, self.context, request);
         let (request, refused) = crate::cluster::produce_guard::split(
             placement,
             self.broker.node.broker_id,
@@ -124,8 +158,9 @@ impl Call<'_> {
             request,
         );
         let response = produce::handle(self.broker, self.version, request, ticket).await?;
-        Some(ResponseKind::Produce(crate::cluster::produce_guard::merge(
-            response, refused,
+        let response = crate::cluster::produce_guard::merge(response, refused);
+        Some(ResponseKind::Produce(produce_access::merge(
+            response, denied,
         )))
     }
 
@@ -133,10 +168,12 @@ impl Call<'_> {
     async fn data(&self, body: RequestKind) -> Served {
         let (broker, version) = (self.broker, self.version);
         Ok(match body {
-            RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(broker, version, r).await),
-            RequestKind::ListOffsets(r) => {
-                ResponseKind::ListOffsets(list_offsets::handle(broker, version, r).await)
+            RequestKind::Fetch(r) => {
+                ResponseKind::Fetch(fetch::handle(broker, self.context, version, r).await)
             }
+            RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(
+                list_offsets::handle(broker, self.context, version, r).await,
+            ),
             RequestKind::ApiVersions(r) => {
                 ResponseKind::ApiVersions(api_versions::handle(version, &r))
             }
@@ -149,9 +186,9 @@ impl Call<'_> {
             RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(
                 find_coordinator::handle(broker, self.context, version, r),
             ),
-            RequestKind::InitProducerId(r) => {
-                ResponseKind::InitProducerId(init_producer_id::handle(broker, r).await)
-            }
+            RequestKind::InitProducerId(r) => ResponseKind::InitProducerId(
+                init_producer_id::handle(broker, self.context, r).await,
+            ),
             other => return Err(other),
         })
     }
@@ -172,32 +209,29 @@ impl Call<'_> {
             RequestKind::LeaveGroup(r) => {
                 ResponseKind::LeaveGroup(leave_group::handle(broker, version, r).await)
             }
-            RequestKind::OffsetCommit(r) => {
-                ResponseKind::OffsetCommit(offset_commit::handle(broker, version, r).await)
-            }
-            RequestKind::OffsetFetch(r) => {
-                ResponseKind::OffsetFetch(offset_fetch::handle(broker, version, r).await)
-            }
-            RequestKind::DescribeGroups(r) => {
-                ResponseKind::DescribeGroups(describe_groups::handle(broker, version, r).await)
-            }
-            RequestKind::ListGroups(r) => {
-                ResponseKind::ListGroups(list_groups::handle(broker, version, r).await)
-            }
+            RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(
+                offset_commit::handle(broker, self.context, version, r).await,
+            ),
+            RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(
+                offset_fetch::handle(broker, self.context, version, r).await,
+            ),
+            RequestKind::DescribeGroups(r) => ResponseKind::DescribeGroups(
+                describe_groups::handle(broker, self.context, version, r).await,
+            ),
+            RequestKind::ListGroups(r) => ResponseKind::ListGroups(
+                list_groups::handle(broker, self.context, version, r).await,
+            ),
             RequestKind::DeleteGroups(r) => {
-                ResponseKind::DeleteGroups(delete_groups::handle(broker, r).await)
+                ResponseKind::DeleteGroups(delete_groups::handle(broker, self.context, r).await)
             }
             RequestKind::OffsetDelete(r) => {
-                ResponseKind::OffsetDelete(offset_delete::handle(broker, r).await)
+                ResponseKind::OffsetDelete(offset_delete::handle(broker, self.context, r).await)
             }
-            RequestKind::ConsumerGroupHeartbeat(r) => {
-                let client_id = self.header.client_id.as_deref();
-                ResponseKind::ConsumerGroupHeartbeat(
-                    consumer_group_heartbeat::handle(broker, client_id, r).await,
-                )
-            }
+            RequestKind::ConsumerGroupHeartbeat(r) => ResponseKind::ConsumerGroupHeartbeat(
+                consumer_group_heartbeat::handle(broker, self.context, r).await,
+            ),
             RequestKind::ConsumerGroupDescribe(r) => ResponseKind::ConsumerGroupDescribe(
-                consumer_group_describe::handle(broker, version, r).await,
+                consumer_group_describe::handle(broker, self.context, version, r).await,
             ),
             other => return Err(other),
         })
@@ -211,13 +245,13 @@ impl Call<'_> {
                 ResponseKind::CreateTopics(create_topics::handle(broker, context, version, r).await)
             }
             RequestKind::DeleteTopics(r) => {
-                ResponseKind::DeleteTopics(delete_topics::handle(broker, version, r).await)
+                ResponseKind::DeleteTopics(delete_topics::handle(broker, context, version, r).await)
             }
             RequestKind::CreatePartitions(r) => {
                 ResponseKind::CreatePartitions(create_partitions::handle(broker, context, r).await)
             }
             RequestKind::DescribeConfigs(r) => {
-                ResponseKind::DescribeConfigs(configs::describe(broker, version, r).await)
+                ResponseKind::DescribeConfigs(configs::describe(broker, context, version, r).await)
             }
             RequestKind::AlterConfigs(r) => {
                 ResponseKind::AlterConfigs(configs::alter(broker, context, r).await)
@@ -228,6 +262,15 @@ impl Call<'_> {
             RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(
                 delete_records::handle(broker, context, client_zone(self.header), r).await,
             ),
+            RequestKind::CreateAcls(r) => {
+                ResponseKind::CreateAcls(create_acls::handle(broker, context, r).await)
+            }
+            RequestKind::DescribeAcls(r) => {
+                ResponseKind::DescribeAcls(describe_acls::handle(broker, context, r))
+            }
+            RequestKind::DeleteAcls(r) => {
+                ResponseKind::DeleteAcls(delete_acls::handle(broker, context, r).await)
+            }
             other => return Err(other),
         })
     }

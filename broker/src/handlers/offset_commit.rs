@@ -1,5 +1,6 @@
 //! OffsetCommit: validates partitions against the catalog, then commits through the group
-//! coordinator. Errors are per partition, as in Kafka.
+//! coordinator. Errors are per partition, as in Kafka: READ on a topic is checked before its
+//! existence (READ on the group was checked before the request got here).
 
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -7,11 +8,14 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
+use super::RequestContext;
 use crate::context::Broker;
 use crate::groups::store::{CommittedOffset, OffsetRecord};
+use crate::security::authorizer::operations;
 
 pub async fn handle(
     broker: &Broker,
+    context: &RequestContext,
     version: i16,
     request: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
@@ -22,6 +26,9 @@ pub async fn handle(
         Vec::with_capacity(request.topics.len());
     let mut to_commit = Vec::new();
     for topic in &request.topics {
+        let allowed = broker
+            .authorizer
+            .allows(context, &operations::OFFSET_COMMIT, &topic.name.0);
         let known = broker.catalog.get(&topic.name.0);
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for partition in &topic.partitions {
@@ -34,7 +41,9 @@ pub async fn handle(
                 .as_ref()
                 .map(|m| m.to_string())
                 .unwrap_or_default();
-            let slot = if !exists {
+            let slot = if !allowed {
+                Err(ResponseError::TopicAuthorizationFailed)
+            } else if !exists {
                 Err(ResponseError::UnknownTopicOrPartition)
             } else if metadata.len() > metadata_max {
                 Err(ResponseError::OffsetMetadataTooLarge)

@@ -1,4 +1,5 @@
-//! OffsetDelete: removes committed offsets of topics a group does not consume.
+//! OffsetDelete: removes committed offsets of topics a group does not consume. DELETE on the
+//! group is checked first (GROUP_AUTHORIZATION_FAILED), then READ on each topic.
 
 use kafka_protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
@@ -6,12 +7,32 @@ use kafka_protocol::messages::offset_delete_response::{
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 use kafka_protocol::ResponseError;
 
+use super::RequestContext;
 use crate::context::Broker;
+use crate::security::authorizer::operations;
 
-pub async fn handle(broker: &Broker, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
-    // Unknown topics are answered without touching the group, as Kafka does.
+pub async fn handle(
+    broker: &Broker,
+    context: &RequestContext,
+    request: OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
+    let authorizer = &broker.authorizer;
+    if !authorizer.allows(
+        context,
+        &operations::OFFSET_DELETE_GROUP,
+        &request.group_id.0,
+    ) {
+        let refused = ResponseError::GroupAuthorizationFailed.code();
+        return OffsetDeleteResponse::default().with_error_code(refused);
+    }
+    // Unknown and unreadable topics are answered without touching the group, as Kafka does.
     let mut known = Vec::new();
+    let mut refused = Vec::new();
     for topic in &request.topics {
+        if !authorizer.allows(context, &operations::OFFSET_DELETE, &topic.name.0) {
+            refused.push(topic.name.0.to_string());
+            continue;
+        }
         let exists = broker.catalog.get(&topic.name.0);
         for partition in &topic.partitions {
             let index = partition.partition_index;
@@ -48,6 +69,9 @@ pub async fn handle(broker: &Broker, request: OffsetDeleteRequest) -> OffsetDele
                             let code = result.err().map_or(0, |e| e.code());
                             next = results.next();
                             code
+                        }
+                        _ if refused.contains(&topic.name.0.to_string()) => {
+                            ResponseError::TopicAuthorizationFailed.code()
                         }
                         _ => ResponseError::UnknownTopicOrPartition.code(),
                     };

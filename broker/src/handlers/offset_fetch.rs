@@ -1,5 +1,7 @@
 //! OffsetFetch: one group (v1-v7) or several (v8+); all committed partitions when no topics
-//! are named, else the named partitions, with -1 where nothing was committed.
+//! are named, else the named partitions, with -1 where nothing was committed. DESCRIBE on the
+//! group is checked first (GROUP_AUTHORIZATION_FAILED); named topics the principal may not
+//! describe are answered TOPIC_AUTHORIZATION_FAILED, and left out of an all-topics answer.
 
 use std::collections::BTreeMap;
 
@@ -10,15 +12,25 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
 use kafka_protocol::ResponseError;
 
-use super::{str_bytes, topic_name};
+use super::{str_bytes, topic_name, RequestContext};
 use crate::context::Broker;
 use crate::groups::store::OffsetRecord;
+use crate::security::authorizer::operations;
 
 /// `topic -> partition -> committed offset (None: nothing committed)`.
-type Fetched = BTreeMap<String, BTreeMap<i32, Option<OffsetRecord>>>;
+type Offsets = BTreeMap<String, BTreeMap<i32, Option<OffsetRecord>>>;
+
+/// What one group's answer holds.
+#[derive(Default)]
+struct Fetched {
+    offsets: Offsets,
+    /// Named topics the principal may not describe, with the partitions asked for.
+    refused: Vec<(String, Vec<i32>)>,
+}
 
 pub async fn handle(
     broker: &Broker,
+    context: &RequestContext,
     version: i16,
     request: OffsetFetchRequest,
 ) -> OffsetFetchResponse {
@@ -33,6 +45,10 @@ pub async fn handle(
             });
             let response =
                 OffsetFetchResponseGroup::default().with_group_id(group.group_id.clone());
+            if !allowed(broker, context, &group.group_id.0) {
+                groups.push(response.with_error_code(GROUP_REFUSED.code()));
+                continue;
+            }
             // v9 carries the member of a consumer-protocol group, which must be current.
             if version >= 9 {
                 let member_id = group.member_id.as_deref().unwrap_or_default();
@@ -45,10 +61,12 @@ pub async fn handle(
                     continue;
                 }
             }
-            groups.push(match fetch(broker, &group.group_id.0, wanted).await {
-                Ok(fetched) => response.with_topics(multi_group_topics(fetched)),
-                Err(error) => response.with_error_code(error.code()),
-            });
+            groups.push(
+                match fetch(broker, context, &group.group_id.0, wanted).await {
+                    Ok(fetched) => response.with_topics(multi_group_topics(fetched)),
+                    Err(error) => response.with_error_code(error.code()),
+                },
+            );
         }
         return OffsetFetchResponse::default().with_groups(groups);
     }
@@ -63,39 +81,62 @@ pub async fn handle(
         None if version >= 2 => None,
         None => Some(Vec::new()),
     };
-    match fetch(broker, &request.group_id.0, wanted).await {
+    let fetched = if allowed(broker, context, &request.group_id.0) {
+        fetch(broker, context, &request.group_id.0, wanted).await
+    } else {
+        Err(GROUP_REFUSED)
+    };
+    match fetched {
         Ok(fetched) => OffsetFetchResponse::default().with_topics(single_group_topics(fetched)),
         Err(error) if version >= 2 => OffsetFetchResponse::default().with_error_code(error.code()),
         Err(_) => OffsetFetchResponse::default(),
     }
 }
 
+const GROUP_REFUSED: ResponseError = ResponseError::GroupAuthorizationFailed;
+
+fn allowed(broker: &Broker, context: &RequestContext, group_id: &str) -> bool {
+    broker
+        .authorizer
+        .allows(context, &operations::OFFSET_FETCH_GROUP, group_id)
+}
+
 async fn fetch(
     broker: &Broker,
+    context: &RequestContext,
     group_id: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
 ) -> Result<Fetched, ResponseError> {
     if group_id.is_empty() {
         return Err(ResponseError::InvalidGroupId);
     }
-    let mut fetched = Fetched::new();
+    let authorizer = &broker.authorizer;
+    let mut fetched = Fetched::default();
     match wanted {
         None => {
             for committed in broker.groups.fetch_offsets(group_id, None).await? {
                 fetched
+                    .offsets
                     .entry(committed.topic)
                     .or_default()
                     .insert(committed.partition, Some(committed.record));
             }
+            fetched.offsets.retain(|topic, _| {
+                authorizer.allows_quietly(context, &operations::OFFSET_FETCH, topic)
+            });
         }
         Some(wanted) => {
+            let (wanted, refused): (Vec<_>, Vec<_>) = wanted.into_iter().partition(|(topic, _)| {
+                authorizer.allows(context, &operations::OFFSET_FETCH, topic)
+            });
+            fetched.refused = refused;
             let topics: Vec<String> = wanted.iter().map(|(t, _)| t.clone()).collect();
             let mut committed: BTreeMap<(String, i32), OffsetRecord> = BTreeMap::new();
             for c in broker.groups.fetch_offsets(group_id, Some(&topics)).await? {
                 committed.insert((c.topic, c.partition), c.record);
             }
             for (topic, partitions) in wanted {
-                let entry = fetched.entry(topic.clone()).or_default();
+                let entry = fetched.offsets.entry(topic.clone()).or_default();
                 for partition in partitions {
                     entry.insert(partition, committed.remove(&(topic.clone(), partition)));
                 }
@@ -105,6 +146,8 @@ async fn fetch(
     Ok(fetched)
 }
 
+const TOPIC_REFUSED: ResponseError = ResponseError::TopicAuthorizationFailed;
+
 fn values(record: Option<OffsetRecord>) -> (i64, i32, String) {
     match record {
         Some(r) => (r.offset, r.leader_epoch, r.metadata),
@@ -113,7 +156,22 @@ fn values(record: Option<OffsetRecord>) -> (i64, i32, String) {
 }
 
 fn single_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
-    fetched
+    let refused = fetched.refused.into_iter().map(|(topic, partitions)| {
+        let partitions = partitions
+            .into_iter()
+            .map(|index| {
+                OffsetFetchResponsePartition::default()
+                    .with_partition_index(index)
+                    .with_committed_offset(-1)
+                    .with_error_code(TOPIC_REFUSED.code())
+            })
+            .collect();
+        OffsetFetchResponseTopic::default()
+            .with_name(topic_name(&topic))
+            .with_partitions(partitions)
+    });
+    let topics: Vec<OffsetFetchResponseTopic> = fetched
+        .offsets
         .into_iter()
         .map(|(topic, partitions)| {
             let partitions = partitions
@@ -131,11 +189,27 @@ fn single_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
                 .with_name(topic_name(&topic))
                 .with_partitions(partitions)
         })
-        .collect()
+        .collect();
+    topics.into_iter().chain(refused).collect()
 }
 
 fn multi_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopics> {
-    fetched
+    let refused = fetched.refused.into_iter().map(|(topic, partitions)| {
+        let partitions = partitions
+            .into_iter()
+            .map(|index| {
+                OffsetFetchResponsePartitions::default()
+                    .with_partition_index(index)
+                    .with_committed_offset(-1)
+                    .with_error_code(TOPIC_REFUSED.code())
+            })
+            .collect();
+        OffsetFetchResponseTopics::default()
+            .with_name(topic_name(&topic))
+            .with_partitions(partitions)
+    });
+    let topics: Vec<OffsetFetchResponseTopics> = fetched
+        .offsets
         .into_iter()
         .map(|(topic, partitions)| {
             let partitions = partitions
@@ -153,5 +227,6 @@ fn multi_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopics> {
                 .with_name(topic_name(&topic))
                 .with_partitions(partitions)
         })
-        .collect()
+        .collect();
+    topics.into_iter().chain(refused).collect()
 }

@@ -27,7 +27,13 @@ pub struct Ctx {
 
 impl Ctx {
     pub async fn start() -> Ctx {
-        let broker = TestBroker::start(BROKER_ARGS).await;
+        Ctx::start_with(&[]).await
+    }
+
+    /// A broker started with `extra_args` besides the usual ones.
+    pub async fn start_with(extra_args: &[&str]) -> Ctx {
+        let args: Vec<&str> = BROKER_ARGS.iter().chain(extra_args).copied().collect();
+        let broker = TestBroker::start(&args).await;
         let client = broker.client().await;
         Ctx {
             broker,

@@ -25,6 +25,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod acls;
 mod admin;
 mod consumer;
 mod ctx;
@@ -85,6 +86,9 @@ coverage_tests! {
     delete_records_moves_the_log_start_at_every_version => DeleteRecords,
     consumer_group_heartbeat_assigns_at_every_version => ConsumerGroupHeartbeat,
     consumer_group_describe_shows_assignments_at_every_version => ConsumerGroupDescribe,
+    describe_acls_lists_what_a_filter_selects_at_every_version => DescribeAcls,
+    create_acls_stores_bindings_at_every_version => CreateAcls,
+    delete_acls_removes_what_a_filter_selects_at_every_version => DeleteAcls,
 }
 
 #[test]
@@ -112,7 +116,13 @@ fn every_api_in_the_table_has_a_coverage_test() {
 /// checks that each run sent `api` at that version.
 async fn exercise(api: ApiKey) {
     let (min, max) = supported_range(api).expect("every exercised API is in the table");
-    let mut ctx = Ctx::start().await;
+    let mut ctx = match api {
+        // The ACL APIs need an authorizer; the anonymous client may administer it.
+        ApiKey::CreateAcls | ApiKey::DescribeAcls | ApiKey::DeleteAcls => {
+            Ctx::start_with(acls::BROKER_ARGS).await
+        }
+        _ => Ctx::start().await,
+    };
     for version in min..=max {
         let _context = ctx::Announce { api, version };
         ctx.clear_sent();
@@ -153,6 +163,9 @@ async fn scenario(ctx: &mut Ctx, api: ApiKey, version: i16) {
         ApiKey::OffsetDelete => offsets::offset_delete(ctx, version).await,
         ApiKey::ConsumerGroupHeartbeat => consumer::consumer_group_heartbeat(ctx, version).await,
         ApiKey::ConsumerGroupDescribe => consumer::consumer_group_describe(ctx, version).await,
+        ApiKey::CreateAcls => acls::create_acls(ctx, version).await,
+        ApiKey::DescribeAcls => acls::describe_acls(ctx, version).await,
+        ApiKey::DeleteAcls => acls::delete_acls(ctx, version).await,
         other => panic!("{other:?} has no scenario: write one before listing it"),
     }
 }

@@ -53,7 +53,10 @@ impl TestBroker {
     }
 }
 
-async fn start_in(dir: &TempDir, extra_args: &[&str]) -> Running {
+/// A broker on `dir`, which another broker of this process may use too: they share the
+/// embedded metadata store (and its notifications) and the object store, as brokers of one
+/// cluster do.
+pub async fn start_in(dir: &TempDir, extra_args: &[&str]) -> Running {
     let data_dir = dir.path().to_str().unwrap().to_string();
     let mut args = vec!["broker", "--data-dir", &data_dir];
     // A test that names its listeners does without the one of `--listen`.

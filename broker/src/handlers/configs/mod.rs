@@ -1,6 +1,7 @@
 //! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (every Kafka topic
 //! config, see `storage::topics`) and for this broker (described, read-only: its settings are
-//! flags).
+//! flags). DESCRIBE_CONFIGS (describe) and ALTER_CONFIGS (alter) on the topic, or on the
+//! cluster for a broker, are checked before anything else about each resource.
 
 mod broker_entries;
 mod entries;
@@ -23,6 +24,8 @@ use storage::topics::{validate_overrides, ConfigError, TopicConfig};
 use super::{str_bytes, RequestContext};
 use crate::catalog::CatalogError;
 use crate::context::Broker;
+use crate::security::acl::CLUSTER_NAME;
+use crate::security::authorizer::operations;
 use crate::topic_names;
 pub(super) use entries::topic_entries;
 use entries::Entry;
@@ -40,6 +43,7 @@ pub(super) fn config_refusal(error: ConfigError) -> Refusal {
 
 pub async fn describe(
     broker: &Arc<Broker>,
+    context: &RequestContext,
     version: i16,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
@@ -47,7 +51,9 @@ pub async fn describe(
     for resource in request.resources {
         let name = resource.resource_name.to_string();
         let synonyms = request.include_synonyms;
+        let access = Access::Describe.check(broker, context, resource.resource_type, &name);
         let entries = match resource.resource_type {
+            _ if access.is_err() => access.map(|()| Vec::new()),
             RESOURCE_TOPIC => lookup_topic(broker, &name)
                 .await
                 .map(|t| topic_entries(&t.record.configs, broker.catalog.defaults(), synonyms)),
@@ -140,6 +146,56 @@ fn check_broker(broker: &Broker, name: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// What a configs request does to a resource, for its authorization.
+#[derive(Clone, Copy)]
+enum Access {
+    Describe,
+    Alter,
+    IncrementalAlter,
+}
+
+impl Access {
+    /// Kafka's refusal (`Topic authorization failed.`, `Cluster authorization failed.`) when
+    /// the principal may not; other resource types are refused later, as unsupported.
+    fn check(
+        self,
+        broker: &Broker,
+        context: &RequestContext,
+        resource_type: i8,
+        name: &str,
+    ) -> Result<(), Refusal> {
+        use operations as ops;
+        let (rule, resource, message) = match (self, resource_type) {
+            (Access::Describe, RESOURCE_TOPIC) => {
+                (&ops::DESCRIBE_CONFIGS_TOPIC, name, TOPIC_REFUSED)
+            }
+            (Access::Describe, RESOURCE_BROKER) => {
+                (&ops::DESCRIBE_CONFIGS_BROKER, CLUSTER_NAME, CLUSTER_REFUSED)
+            }
+            (Access::Alter, RESOURCE_TOPIC) => (&ops::ALTER_CONFIGS_TOPIC, name, TOPIC_REFUSED),
+            (Access::Alter, RESOURCE_BROKER) => {
+                (&ops::ALTER_CONFIGS_BROKER, CLUSTER_NAME, CLUSTER_REFUSED)
+            }
+            (Access::IncrementalAlter, RESOURCE_TOPIC) => {
+                (&ops::INCREMENTAL_ALTER_CONFIGS_TOPIC, name, TOPIC_REFUSED)
+            }
+            (Access::IncrementalAlter, RESOURCE_BROKER) => (
+                &ops::INCREMENTAL_ALTER_CONFIGS_BROKER,
+                CLUSTER_NAME,
+                CLUSTER_REFUSED,
+            ),
+            _ => return Ok(()),
+        };
+        broker
+            .authorizer
+            .check(context, rule, resource)
+            .map_err(|code| (code, message.to_string()))
+    }
+}
+
+const TOPIC_REFUSED: &str = "Topic authorization failed.";
+const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
+
 fn unsupported_resource(resource_type: i8) -> Refusal {
     (
         ResponseError::InvalidRequest,
@@ -165,7 +221,9 @@ pub async fn alter(
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
         let name = resource.resource_name.to_string();
+        let access = Access::Alter.check(broker, context, resource.resource_type, &name);
         let outcome = match resource.resource_type {
+            _ if access.is_err() => access,
             RESOURCE_TOPIC => {
                 let configs = validate_overrides(
                     resource
@@ -226,7 +284,9 @@ pub async fn incremental_alter(
                 )
             })
             .collect();
+        let access = Access::IncrementalAlter.check(broker, context, resource.resource_type, &name);
         let outcome = match resource.resource_type {
+            _ if access.is_err() => access,
             RESOURCE_TOPIC => match check_ops(&ops) {
                 Ok(()) => {
                     let defaults = broker.catalog.defaults();
