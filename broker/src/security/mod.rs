@@ -6,6 +6,8 @@
 //! its `RequestContext`.
 
 pub mod principal;
+pub mod sasl;
+pub mod scram;
 pub mod session;
 
 pub use principal::Principal;

@@ -1,0 +1,1 @@
+//! SASL on a connection.
