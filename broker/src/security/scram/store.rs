@@ -310,14 +310,13 @@ mod tests {
         assert_eq!(decode_key("scram/SCRAM-SHA-256/%zz"), None);
     }
 
+    /// A store of the test's own.
     async fn memory_store() -> Arc<dyn MetaStore> {
-        metastore::open_meta_store("memory", std::path::Path::new("."), Default::default())
-            .await
-            .unwrap()
+        Arc::new(metastore::MemoryMetaStore::open(Default::default()))
     }
 
     #[tokio::test]
-    async fn the_cache_follows_writes_of_another_handle() {
+    async fn the_cache_follows_writes_made_around_it() {
         let meta = memory_store().await;
         let ours = ScramCredentials::open(meta.clone()).await.unwrap();
         let credential =
