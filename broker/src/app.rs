@@ -35,6 +35,10 @@ pub enum StartError {
     MetaStore(#[from] MetaError),
     #[error("cannot load topics: {0}")]
     Catalog(#[from] CatalogError),
+    #[error("cannot load scram credentials: {0}")]
+    Scram(#[from] crate::security::scram::ScramStoreError),
+    #[error(transparent)]
+    Sasl(#[from] crate::security::sasl::SaslSetupError),
     #[error("cannot load consumer groups: {0}")]
     Groups(#[from] crate::groups::store::StoreError),
     #[error("cannot listen on {addr}: {source}")]
@@ -78,6 +82,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         open_meta_store(&config.metastore, &config.data_dir, MetaOptions::default()).await?;
     let cluster_id = cluster_id(coordination_meta.as_ref()).await?;
     let catalog = Catalog::open(coordination_meta.clone(), config.topic_defaults().clone()).await?;
+    // Loaded before the listener opens, so that no login is decided on a partial set.
+    let scram = crate::security::scram::ScramCredentials::open(coordination_meta.clone()).await?;
+    let sasl = crate::security::sasl::SaslAuthenticator::open(
+        config.sasl.clone(),
+        scram.clone(),
+        storage::clock::system(),
+    )
+    .await?;
     let storage =
         storage::Storage::open(config.storage_config(), objects.clone(), index_meta.clone());
     // Long polls here wake on other brokers' appends.
@@ -155,6 +167,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         groups,
         membership,
         producers,
+        scram,
+        sasl,
     });
     let (shutdown, shutdown_rx) = watch::channel(false);
     let compaction = compactor_config.map(|compactor_config| {

@@ -27,4 +27,8 @@ pub struct Broker {
     pub producers: crate::producers::Producers,
     /// The live brokers, for partition leaders and group coordinators.
     pub membership: Arc<crate::cluster::Membership>,
+    /// SCRAM credentials of the cluster (AlterUserScramCredentials, SASL logins).
+    pub scram: Arc<crate::security::scram::ScramCredentials>,
+    /// Shared by the SASL state of every connection on a SASL listener.
+    pub sasl: Arc<crate::security::sasl::SaslAuthenticator>,
 }

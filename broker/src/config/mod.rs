@@ -3,6 +3,7 @@
 //! `BROKER_*` environment variables and a TOML `--config` file; precedence: command line >
 //! environment > file > default. See `docs/configuration.md`.
 
+pub mod sasl;
 pub mod settings;
 
 use std::ffi::OsString;
@@ -47,6 +48,8 @@ pub struct Config {
     /// Whether compaction runs in this process.
     pub compaction: bool,
     pub shutdown_timeout_ms: u64,
+    /// The SASL mechanisms SASL listeners offer, and what each needs.
+    pub sasl: crate::security::sasl::SaslConfig,
     /// The engine's settings.
     pub storage: storage::StorageConfig,
     /// The in-process compactor's settings (also its topic defaults).
@@ -125,6 +128,7 @@ impl Config {
             offsets_retention_check_interval_ms: r.get(&s::OFFSETS_RETENTION_CHECK_INTERVAL_MS),
             compaction: r.get(&s::COMPACTION),
             shutdown_timeout_ms: r.get(&s::SHUTDOWN_TIMEOUT_MS),
+            sasl: sasl::sasl_config(r)?,
             storage,
             compactor,
         })

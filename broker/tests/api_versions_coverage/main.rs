@@ -28,11 +28,13 @@ mod list_offsets;
 mod log;
 mod offsets;
 mod produce;
+mod sasl;
+mod scram;
 
 use std::collections::BTreeSet;
 
 use kafka_protocol::messages::ApiKey;
-use protocol::versions::{supported_range, SUPPORTED_APIS};
+use protocol::versions::{supported_range, SASL_APIS, SUPPORTED_APIS};
 
 use ctx::Ctx;
 
@@ -79,6 +81,9 @@ coverage_tests! {
     delete_records_moves_the_log_start_at_every_version => DeleteRecords,
     consumer_group_heartbeat_assigns_at_every_version => ConsumerGroupHeartbeat,
     consumer_group_describe_shows_assignments_at_every_version => ConsumerGroupDescribe,
+    describe_client_quotas_finds_none_at_every_version => DescribeClientQuotas,
+    alter_user_scram_credentials_upserts_and_deletes_at_every_version => AlterUserScramCredentials,
+    describe_user_scram_credentials_lists_mechanisms_at_every_version => DescribeUserScramCredentials,
 }
 
 #[test]
@@ -100,6 +105,24 @@ fn every_api_in_the_table_has_a_coverage_test() {
         .filter_map(|key| ApiKey::try_from(*key).ok())
         .collect();
     assert!(unlisted.is_empty(), "tested but not listed: {unlisted:?}");
+}
+
+/// The SASL APIs, listed apart (SASL listeners only), each at every version listed.
+#[tokio::test]
+async fn sasl_apis_authenticate_at_every_version() {
+    let exercised = [ApiKey::SaslHandshake, ApiKey::SaslAuthenticate];
+    let listed: Vec<ApiKey> = SASL_APIS.iter().map(|(api, _, _)| *api).collect();
+    assert_eq!(listed, exercised, "a SASL API without a scenario");
+    let mut ctx = Ctx::start().await;
+    for &(api, min, max) in SASL_APIS {
+        for version in min..=max {
+            let _context = ctx::Announce { api, version };
+            match api {
+                ApiKey::SaslHandshake => sasl::sasl_handshake(&mut ctx, version).await,
+                _ => sasl::sasl_authenticate(&mut ctx, version).await,
+            }
+        }
+    }
 }
 
 /// Runs `api`'s scenario at every version the table lists, each on the same broker, and
@@ -147,6 +170,13 @@ async fn scenario(ctx: &mut Ctx, api: ApiKey, version: i16) {
         ApiKey::OffsetDelete => offsets::offset_delete(ctx, version).await,
         ApiKey::ConsumerGroupHeartbeat => consumer::consumer_group_heartbeat(ctx, version).await,
         ApiKey::ConsumerGroupDescribe => consumer::consumer_group_describe(ctx, version).await,
+        ApiKey::DescribeClientQuotas => scram::describe_client_quotas(ctx, version).await,
+        ApiKey::AlterUserScramCredentials => {
+            scram::alter_user_scram_credentials(ctx, version).await
+        }
+        ApiKey::DescribeUserScramCredentials => {
+            scram::describe_user_scram_credentials(ctx, version).await
+        }
         other => panic!("{other:?} has no scenario: write one before listing it"),
     }
 }
