@@ -98,6 +98,12 @@ impl Config {
         Startup::load(args, &process_env()).map(|startup| startup.config)
     }
 
+    /// The configuration of already loaded settings (for subcommands that load them with
+    /// flags of their own, such as `broker scram`).
+    pub fn from_resolved(r: &Resolved) -> Result<Config, ConfigError> {
+        Config::from_settings(r)
+    }
+
     fn from_settings(r: &Resolved) -> Result<Config, ConfigError> {
         let location = Location::from_settings(r)?;
         let storage = storage::StorageConfig::from_settings(r, &location.object_store_url);
