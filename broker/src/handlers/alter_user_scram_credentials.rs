@@ -2,7 +2,8 @@
 //! one result per user; a user named twice in one request (deletion or upsertion) fails with
 //! DUPLICATE_RESOURCE; names must not be empty; the mechanism must be SCRAM-SHA-256 or -512;
 //! iterations within 4096..=16384; deleting a credential that does not exist is
-//! RESOURCE_NOT_FOUND. An upsertion carries the client's salt and salted password (the admin
+//! RESOURCE_NOT_FOUND (a user with two mechanisms changes them in two requests, as with
+//! Kafka). An upsertion carries the client's salt and salted password (the admin
 //! client salts the password it was given); the broker stores the derived stored and server
 //! keys, never the salted password.
 
@@ -23,20 +24,19 @@ use crate::security::scram::{ScramCredential, ScramMechanism, ScramStoreError};
 
 use super::{str_bytes, RequestContext};
 
-type Outcome = Result<(), (ResponseError, String)>;
+type Failure = (ResponseError, String);
 
-/// A request's changes by user: users in the order first named, the one change of each user
-/// named once, the DUPLICATE_RESOURCE outcome of each user named more than once.
-struct Grouped<'a> {
+/// What a request does, decided before anything is written: users in the order first named,
+/// the valid change of each, and the error of each user refused.
+#[derive(Default)]
+struct Plan<'a> {
     order: Vec<&'a str>,
-    changes: Vec<(&'a str, Change<'a>)>,
-    outcomes: HashMap<&'a str, Outcome>,
+    deletions: HashMap<&'a str, ScramMechanism>,
+    upsertions: HashMap<&'a str, (ScramMechanism, ScramCredential)>,
+    errors: HashMap<&'a str, Failure>,
 }
 
-enum Change<'a> {
-    Delete(&'a ScramCredentialDeletion),
-    Upsert(&'a ScramCredentialUpsertion),
-}
+const ALTERED_TWICE: &str = "A user credential cannot be altered twice in the same request";
 
 pub async fn handle(
     broker: &Broker,
@@ -45,93 +45,109 @@ pub async fn handle(
 ) -> AlterUserScramCredentialsResponse {
     // Authorization hook: Kafka requires ALTER on the CLUSTER resource and otherwise answers
     // CLUSTER_AUTHORIZATION_FAILED for every user of the request.
-    let Grouped {
-        order,
-        changes,
-        mut outcomes,
-    } = group_by_user(&request);
-    for (user, change) in changes {
-        let outcome = apply(broker, user, change).await;
-        if let Err((error, reason)) = &outcome {
-            context.refused("AlterUserScramCredentials", user, *error, reason);
-        }
-        outcomes.insert(user, outcome);
+    let mut plan = Plan::default();
+    for deletion in &request.deletions {
+        plan.delete(broker, deletion);
     }
-    let results = order
-        .into_iter()
-        .map(|user| result(user, outcomes.remove(user).unwrap_or(Ok(()))))
+    for upsertion in &request.upsertions {
+        plan.upsert(upsertion);
+    }
+    // Kafka's controller applies a request atomically; here each user's change is one write,
+    // so a store failure can leave earlier users of the request changed.
+    let mut outcomes: HashMap<&str, Result<(), Failure>> = HashMap::new();
+    for (user, mechanism) in std::mem::take(&mut plan.deletions) {
+        let done = broker.scram.delete(user, mechanism).await.map(|_| ());
+        outcomes.insert(user, done.map_err(store_error));
+    }
+    for (user, (mechanism, credential)) in std::mem::take(&mut plan.upsertions) {
+        let done = broker.scram.upsert(user, mechanism, credential).await;
+        outcomes.insert(user, done.map_err(store_error));
+    }
+    for (user, failure) in std::mem::take(&mut plan.errors) {
+        outcomes.insert(user, Err(failure));
+    }
+    let results = plan
+        .order
+        .iter()
+        .map(|user| {
+            let outcome = outcomes.remove(user).unwrap_or(Ok(()));
+            if let Err((error, reason)) = &outcome {
+                context.refused("AlterUserScramCredentials", user, *error, reason);
+            }
+            result(user, outcome)
+        })
         .collect();
     AlterUserScramCredentialsResponse::default().with_results(results)
 }
 
-fn group_by_user(request: &AlterUserScramCredentialsRequest) -> Grouped<'_> {
-    let named = request
-        .deletions
-        .iter()
-        .map(|d| (&*d.name, Change::Delete(d)))
-        .chain(
-            request
-                .upsertions
-                .iter()
-                .map(|u| (&*u.name, Change::Upsert(u))),
-        );
-    let mut order = Vec::new();
-    let mut changes: HashMap<&str, Change<'_>> = HashMap::new();
-    let mut outcomes = HashMap::new();
-    for (user, change) in named {
-        if outcomes.contains_key(user) {
-            continue;
-        }
-        if changes.remove(user).is_some() {
-            let duplicate = "A user credential cannot be altered twice in the same request";
-            outcomes.insert(
-                user,
-                Err((ResponseError::DuplicateResource, duplicate.to_string())),
-            );
-        } else {
-            order.push(user);
-            changes.insert(user, change);
+impl<'a> Plan<'a> {
+    fn name(&mut self, user: &'a str) {
+        if !self.order.contains(&user) {
+            self.order.push(user);
         }
     }
-    let changes = order
-        .iter()
-        .filter_map(|user| changes.remove(user).map(|change| (*user, change)))
-        .collect();
-    Grouped {
-        order,
-        changes,
-        outcomes,
-    }
-}
 
-async fn apply(broker: &Broker, user: &str, change: Change<'_>) -> Outcome {
-    let code = match &change {
-        Change::Delete(d) => d.mechanism,
-        Change::Upsert(u) => u.mechanism,
-    };
-    let mechanism = validate_name_and_mechanism(user, code)?;
-    let stored = match change {
-        Change::Delete(_) => {
-            if !broker.scram.contains(user, mechanism) {
-                return Err((
+    /// As Kafka: a user named twice fails whole; a deletion is checked when read.
+    fn delete(&mut self, broker: &Broker, deletion: &'a ScramCredentialDeletion) {
+        let user = &*deletion.name;
+        self.name(user);
+        if self.errors.contains_key(user) {
+            return;
+        }
+        if self.deletions.remove(user).is_some() {
+            self.errors.insert(
+                user,
+                (ResponseError::DuplicateResource, ALTERED_TWICE.into()),
+            );
+            return;
+        }
+        let checked = validate_name_and_mechanism(user, deletion.mechanism).and_then(|m| {
+            if broker.scram.contains(user, m) {
+                Ok(m)
+            } else {
+                Err((
                     ResponseError::ResourceNotFound,
                     "Attempt to delete a user credential that does not exist".into(),
-                ));
+                ))
             }
-            broker.scram.delete(user, mechanism).await.map(|_| ())
+        });
+        match checked {
+            Ok(mechanism) => {
+                self.deletions.insert(user, mechanism);
+            }
+            Err(failure) => {
+                self.errors.insert(user, failure);
+            }
         }
-        Change::Upsert(upsertion) => {
-            let credential = credential(mechanism, upsertion)?;
-            broker.scram.upsert(user, mechanism, credential).await
+    }
+
+    fn upsert(&mut self, upsertion: &'a ScramCredentialUpsertion) {
+        let user = &*upsertion.name;
+        self.name(user);
+        if self.errors.contains_key(user) {
+            return;
         }
-    };
-    stored.map_err(store_error)
+        if self.deletions.remove(user).is_some() || self.upsertions.remove(user).is_some() {
+            self.errors.insert(
+                user,
+                (ResponseError::DuplicateResource, ALTERED_TWICE.into()),
+            );
+            return;
+        }
+        let checked = validate_name_and_mechanism(user, upsertion.mechanism)
+            .and_then(|m| credential(m, upsertion).map(|c| (m, c)));
+        match checked {
+            Ok(change) => {
+                self.upsertions.insert(user, change);
+            }
+            Err(failure) => {
+                self.errors.insert(user, failure);
+            }
+        }
+    }
 }
 
-fn validate_name_and_mechanism(
-    user: &str,
-    code: i8,
-) -> Result<ScramMechanism, (ResponseError, String)> {
+fn validate_name_and_mechanism(user: &str, code: i8) -> Result<ScramMechanism, Failure> {
     if user.is_empty() {
         return Err((
             ResponseError::UnacceptableCredential,
@@ -153,7 +169,7 @@ fn validate_name_and_mechanism(
 fn credential(
     mechanism: ScramMechanism,
     upsertion: &ScramCredentialUpsertion,
-) -> Result<ScramCredential, (ResponseError, String)> {
+) -> Result<ScramCredential, Failure> {
     let unacceptable = |reason: String| (ResponseError::UnacceptableCredential, reason);
     if upsertion.iterations < ScramMechanism::MIN_ITERATIONS {
         return Err(unacceptable("Too few iterations".into()));
@@ -170,7 +186,7 @@ fn credential(
     .map_err(|e| unacceptable(e.to_string()))
 }
 
-fn store_error(error: ScramStoreError) -> (ResponseError, String) {
+fn store_error(error: ScramStoreError) -> Failure {
     let code = match &error {
         ScramStoreError::Full => ResponseError::PolicyViolation,
         ScramStoreError::Meta(metastore::MetaError::Timeout) => ResponseError::RequestTimedOut,
@@ -179,7 +195,7 @@ fn store_error(error: ScramStoreError) -> (ResponseError, String) {
     (code, error.to_string())
 }
 
-fn result(user: &str, outcome: Outcome) -> AlterUserScramCredentialsResult {
+fn result(user: &str, outcome: Result<(), Failure>) -> AlterUserScramCredentialsResult {
     let result = AlterUserScramCredentialsResult::default().with_user(str_bytes(user));
     match outcome {
         Ok(()) => result,

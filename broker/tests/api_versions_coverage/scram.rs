@@ -120,25 +120,32 @@ pub async fn alter_user_scram_credentials(ctx: &mut Ctx, version: i16) {
 
     let few = upsertion("few", sha256, "pw", 4096).with_iterations(4095);
     let unknown = upsertion("unknown", sha256, "pw", 4096).with_mechanism(0);
-    let twice = upsertion("twice", sha256, "pw", 4096);
-    let results = alter(
-        ctx,
-        version,
-        vec![deletion("twice", sha256)],
-        vec![few, unknown, twice],
-    )
-    .await;
+    // Kafka keys a request's changes by user: two mechanisms of one user are two requests.
+    let twice = [
+        upsertion("twice", sha256, "pw", 4096),
+        upsertion("twice", ScramMechanism::Sha512, "pw", 4096),
+    ];
+    let upsertions = [vec![few, unknown], twice.to_vec()].concat();
+    let missing = deletion("missing", sha256);
+    let also_missing = upsertion("missing", sha256, "pw", 4096);
+    let upsertions = [upsertions, vec![also_missing]].concat();
+    let results = alter(ctx, version, vec![missing], upsertions).await;
     assert_eq!(
         results,
         vec![
-            ("twice".into(), ResponseError::DuplicateResource.code()),
+            ("missing".into(), ResponseError::ResourceNotFound.code()),
             ("few".into(), ResponseError::UnacceptableCredential.code()),
             (
                 "unknown".into(),
                 ResponseError::UnsupportedSaslMechanism.code()
             ),
+            ("twice".into(), ResponseError::DuplicateResource.code()),
         ]
     );
+    let described = describe(ctx, 0, Some(&["twice", "missing"])).await;
+    assert!(described
+        .iter()
+        .all(|(_, error, _)| *error == ResponseError::ResourceNotFound.code()));
 }
 
 pub async fn describe_user_scram_credentials(ctx: &mut Ctx, version: i16) {
