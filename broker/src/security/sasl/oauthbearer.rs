@@ -113,7 +113,8 @@ pub enum OAuthFailure {
 
 #[derive(Default)]
 pub struct OAuthBearerServer {
-    /// Set once a token was refused: the reason (for the log) and what the client was told.
+    /// Set once a token was refused: the message the exchange fails with after the client's
+    /// `\x01`.
     refused: Option<String>,
     /// Why the last token was refused, for the log.
     pub last_refusal: Option<String>,
