@@ -37,6 +37,10 @@ pub enum StartError {
     MetaStore(#[from] MetaError),
     #[error("cannot load topics: {0}")]
     Catalog(#[from] CatalogError),
+    #[error("cannot load scram credentials: {0}")]
+    Scram(#[from] crate::security::scram::ScramStoreError),
+    #[error(transparent)]
+    Sasl(#[from] crate::security::sasl::SaslSetupError),
     #[error("cannot load consumer groups: {0}")]
     Groups(#[from] crate::groups::store::StoreError),
     #[error("listener {listener}: cannot listen on {addr}: {source}")]
@@ -96,6 +100,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         coordination_meta.clone(),
     )
     .await?;
+    // Loaded before the listener opens, so that no login is decided on a partial set.
+    let scram = crate::security::scram::ScramCredentials::open(coordination_meta.clone()).await?;
+    let sasl = crate::security::sasl::SaslAuthenticator::open(
+        config.sasl.clone(),
+        scram.clone(),
+        storage::clock::system(),
+    )
+    .await?;
     let storage =
         storage::Storage::open(config.storage_config(), objects.clone(), index_meta.clone());
     // Long polls here wake on other brokers' appends.
@@ -149,6 +161,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         membership,
         producers,
         authorizer,
+        scram,
+        sasl,
     });
     let compaction = compactor_config.map(|compactor_config| {
         let compactor = compactor::Compactor::new(

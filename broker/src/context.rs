@@ -41,4 +41,8 @@ pub struct Broker {
     pub membership: Arc<crate::cluster::Membership>,
     /// What each request may do (`--authorizer`).
     pub authorizer: crate::security::authorizer::Authorizer,
+    /// SCRAM credentials of the cluster (AlterUserScramCredentials, SASL logins).
+    pub scram: Arc<crate::security::scram::ScramCredentials>,
+    /// Shared by the SASL state of every connection on a SASL listener.
+    pub sasl: Arc<crate::security::sasl::SaslAuthenticator>,
 }

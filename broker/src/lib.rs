@@ -2,6 +2,7 @@
 
 pub mod app;
 pub mod catalog;
+pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod connection;

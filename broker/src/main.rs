@@ -18,7 +18,11 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
         .init();
-    let startup = match Startup::load(std::env::args_os(), &process_env()) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "scram") {
+        return scram(args);
+    }
+    let startup = match Startup::load(args, &process_env()) {
         Ok(startup) => startup,
         Err(ConfigError::Cli(e)) => e.exit(),
         Err(e) => {
@@ -52,6 +56,36 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(run(config))
+}
+
+/// `broker scram set|delete|list`: see `broker::cli::scram`.
+fn scram(args: Vec<std::ffi::OsString>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(broker::cli::scram::run(args)) {
+        Ok(output) => {
+            if !output.is_empty() {
+                println!("{output}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(broker::cli::scram::ScramCliError::Usage(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+        Err(broker::cli::scram::ScramCliError::Failed(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn run(config: Config) -> ExitCode {

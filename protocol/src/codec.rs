@@ -67,7 +67,13 @@ impl Request {
 
 /// Decodes a frame (without its length prefix) into a request, rejecting APIs and versions
 /// missing from [`versions::SUPPORTED_APIS`].
-pub fn decode_request(mut frame: Bytes) -> Result<Request, RequestError> {
+pub fn decode_request(frame: Bytes) -> Result<Request, RequestError> {
+    decode_request_on(frame, false)
+}
+
+/// [`decode_request`] on a listener with (`sasl`) or without SASL: a SASL listener also
+/// accepts [`versions::SASL_APIS`].
+pub fn decode_request_on(mut frame: Bytes, sasl: bool) -> Result<Request, RequestError> {
     // api_key(2) api_version(2) correlation_id(4) sit at fixed positions in every header version.
     if frame.len() < 8 {
         return Err(RequestError::TooShort {
@@ -78,7 +84,7 @@ pub fn decode_request(mut frame: Bytes) -> Result<Request, RequestError> {
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
     let api_key = ApiKey::try_from(raw_key).map_err(|_| RequestError::UnknownApiKey(raw_key))?;
-    if !versions::is_supported(api_key, version) {
+    if !versions::is_supported_on(api_key, version, sasl) {
         return Err(RequestError::UnsupportedVersion {
             api_key,
             version,
@@ -137,9 +143,17 @@ pub fn encode_response(
 /// The answer to an ApiVersions request at a version we do not serve: UNSUPPORTED_VERSION and
 /// our table, in v0 encoding so that any client can read it (as Kafka does).
 pub fn encode_unsupported_api_versions(correlation_id: i32) -> Result<Bytes, EncodeError> {
+    encode_unsupported_api_versions_on(correlation_id, false)
+}
+
+/// [`encode_unsupported_api_versions`] listing a SASL listener's table when `sasl`.
+pub fn encode_unsupported_api_versions_on(
+    correlation_id: i32,
+    sasl: bool,
+) -> Result<Bytes, EncodeError> {
     let body = ApiVersionsResponse::default()
         .with_error_code(ResponseError::UnsupportedVersion.code())
-        .with_api_keys(versions::api_versions_table());
+        .with_api_keys(versions::api_versions_table_on(sasl));
     encode_response(
         ApiKey::ApiVersions,
         0,

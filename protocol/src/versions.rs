@@ -38,6 +38,17 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+];
+
+/// Served only on SASL listeners (SASL_PLAINTEXT, SASL_SSL), by the connection's SASL state:
+/// listed there in ApiVersions in addition to [`SUPPORTED_APIS`], and absent elsewhere.
+/// `broker/tests/api_versions_coverage/sasl.rs` exercises every version listed here.
+pub const SASL_APIS: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 /// The inclusive version range served for `api_key`, if the API is served at all.
@@ -52,10 +63,32 @@ pub fn is_supported(api_key: ApiKey, version: i16) -> bool {
     supported_range(api_key).is_some_and(|(min, max)| (min..=max).contains(&version))
 }
 
-/// The table as an ApiVersions response lists it.
+/// The range served for `api_key` on a listener with (`sasl`) or without SASL.
+pub fn supported_range_on(api_key: ApiKey, sasl: bool) -> Option<(i16, i16)> {
+    let sasl_range = || {
+        SASL_APIS
+            .iter()
+            .find(|(key, _, _)| sasl && *key == api_key)
+            .map(|&(_, min, max)| (min, max))
+    };
+    supported_range(api_key).or_else(sasl_range)
+}
+
+pub fn is_supported_on(api_key: ApiKey, version: i16, sasl: bool) -> bool {
+    supported_range_on(api_key, sasl).is_some_and(|(min, max)| (min..=max).contains(&version))
+}
+
+/// The table as an ApiVersions response lists it on a listener without SASL.
 pub fn api_versions_table() -> Vec<ApiVersion> {
+    api_versions_table_on(false)
+}
+
+/// The table as an ApiVersions response lists it on a listener with (`sasl`) or without SASL.
+pub fn api_versions_table_on(sasl: bool) -> Vec<ApiVersion> {
+    let sasl_apis = if sasl { SASL_APIS } else { &[] };
     SUPPORTED_APIS
         .iter()
+        .chain(sasl_apis)
         .map(|&(key, min, max)| {
             ApiVersion::default()
                 .with_api_key(key as i16)
@@ -71,7 +104,7 @@ mod tests {
 
     #[test]
     fn every_listed_range_is_within_what_the_codec_supports() {
-        for &(key, min, max) in SUPPORTED_APIS {
+        for &(key, min, max) in SUPPORTED_APIS.iter().chain(SASL_APIS) {
             let valid = key.valid_versions();
             assert!(min <= max, "{key:?}");
             assert!(
@@ -86,5 +119,26 @@ mod tests {
         assert!(!is_supported(ApiKey::SaslHandshake, 0));
         assert!(is_supported(ApiKey::ApiVersions, 3));
         assert!(!is_supported(ApiKey::ApiVersions, 5));
+    }
+
+    #[test]
+    fn sasl_apis_are_listed_on_sasl_listeners_only() {
+        let listed = |sasl: bool| -> Vec<i16> {
+            api_versions_table_on(sasl)
+                .iter()
+                .map(|v| v.api_key)
+                .collect()
+        };
+        let handshake = ApiKey::SaslHandshake as i16;
+        assert!(!listed(false).contains(&handshake));
+        assert!(listed(true).contains(&handshake));
+        assert_eq!(listed(true).len(), listed(false).len() + SASL_APIS.len());
+        assert!(is_supported_on(ApiKey::SaslAuthenticate, 2, true));
+        assert!(!is_supported_on(ApiKey::SaslAuthenticate, 2, false));
+        assert!(!is_supported_on(ApiKey::SaslAuthenticate, 3, true));
+        assert!(is_supported_on(ApiKey::Metadata, 12, false));
+        for (key, _, _) in SASL_APIS {
+            assert!(supported_range(*key).is_none(), "{key:?} listed twice");
+        }
     }
 }

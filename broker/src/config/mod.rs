@@ -3,6 +3,7 @@
 //! `BROKER_*` environment variables and a TOML `--config` file; precedence: command line >
 //! environment > file > default. See `docs/configuration.md`.
 
+pub mod sasl;
 pub mod settings;
 
 use std::ffi::OsString;
@@ -52,6 +53,8 @@ pub struct Config {
     pub shutdown_timeout_ms: u64,
     /// Which authorizer runs, and its super users and default.
     pub authorizer: crate::security::authorizer::AuthorizerConfig,
+    /// The SASL mechanisms SASL listeners offer, and what each needs.
+    pub sasl: crate::security::sasl::SaslConfig,
     /// The engine's settings.
     pub storage: storage::StorageConfig,
     /// The in-process compactor's settings (also its topic defaults).
@@ -100,6 +103,12 @@ impl Config {
         Startup::load(args, &process_env()).map(|startup| startup.config)
     }
 
+    /// The configuration of already loaded settings (for subcommands that load them with
+    /// flags of their own, such as `broker scram`).
+    pub fn from_resolved(r: &Resolved) -> Result<Config, ConfigError> {
+        Config::from_settings(r)
+    }
+
     fn from_settings(r: &Resolved) -> Result<Config, ConfigError> {
         let location = Location::from_settings(r)?;
         let storage = storage::StorageConfig::from_settings(r, &location.object_store_url);
@@ -134,6 +143,7 @@ impl Config {
             compaction: r.get(&s::COMPACTION),
             shutdown_timeout_ms: r.get(&s::SHUTDOWN_TIMEOUT_MS),
             authorizer: authorizer_config(r)?,
+            sasl: sasl::sasl_config(r)?,
             storage,
             compactor,
         })

@@ -55,6 +55,7 @@ pub fn schema() -> Schema {
         .group("Topics", TOPICS.iter().copied())
         .group("Connections", CONNECTIONS.iter().copied())
         .group("Authorization", AUTHORIZATION.iter().copied())
+        .group("SASL", super::sasl::SASL.iter().copied())
         .group("Write and read path", ENGINE.iter().copied())
         .group("Consumer groups", GROUPS.iter().copied())
         .group("Compaction", [&COMPACTION as &dyn AnySetting]);
@@ -64,6 +65,10 @@ pub fn schema() -> Schema {
         .rule(
             GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS.key,
             heartbeat_within_session,
+        )
+        .rule(
+            super::sasl::SASL_ENABLED_MECHANISMS.key,
+            super::sasl::oauthbearer_has_keys,
         )
 }
 

@@ -4,9 +4,14 @@
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::ResponseError;
 
-pub fn handle(version: i16, request: &ApiVersionsRequest) -> ApiVersionsResponse {
-    let response =
-        ApiVersionsResponse::default().with_api_keys(protocol::versions::api_versions_table());
+/// `sasl_listener`: the request came through a SASL listener, which also lists the SASL APIs.
+pub fn handle(
+    version: i16,
+    request: &ApiVersionsRequest,
+    sasl_listener: bool,
+) -> ApiVersionsResponse {
+    let response = ApiVersionsResponse::default()
+        .with_api_keys(protocol::versions::api_versions_table_on(sasl_listener));
     if version >= 3
         && !(valid_software_field(&request.client_software_name)
             && valid_software_field(&request.client_software_version))

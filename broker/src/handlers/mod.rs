@@ -1,6 +1,7 @@
 //! Dispatch by API key, one file per API. Handlers answer errors in-band with Kafka error
 //! codes; a [`HandlerError`] closes the connection, as Kafka does for requests it cannot serve.
 
+mod alter_user_scram_credentials;
 mod api_versions;
 mod configs;
 mod consumer_group_describe;
@@ -13,8 +14,10 @@ mod delete_groups;
 mod delete_records;
 mod delete_topics;
 mod describe_acls;
+mod describe_client_quotas;
 mod describe_cluster;
 mod describe_groups;
+mod describe_user_scram_credentials;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -31,6 +34,9 @@ mod produce;
 mod produce_access;
 mod produce_policy;
 mod request_context;
+pub mod sasl;
+mod sasl_authenticate;
+mod sasl_handshake;
 mod sync_group;
 
 use std::sync::Arc;
@@ -87,6 +93,7 @@ pub async fn handle(
         version: header.request_api_version,
         header: &header,
         context: &context,
+        sasl_listener: session.protocol.uses_sasl(),
     };
     let body = match body {
         RequestKind::Produce(r) => return Ok(call.produce(r, produce_ticket, &placement).await),
@@ -136,6 +143,8 @@ struct Call<'a> {
     version: i16,
     header: &'a kafka_protocol::messages::RequestHeader,
     context: &'a RequestContext,
+    /// SASL listeners list the SASL APIs in ApiVersions.
+    sasl_listener: bool,
 }
 
 /// Each family of APIs answers the requests it serves and hands any other back.
@@ -175,7 +184,7 @@ impl Call<'_> {
                 list_offsets::handle(broker, self.context, version, r).await,
             ),
             RequestKind::ApiVersions(r) => {
-                ResponseKind::ApiVersions(api_versions::handle(version, &r))
+                ResponseKind::ApiVersions(api_versions::handle(version, &r, self.sasl_listener))
             }
             RequestKind::Metadata(r) => ResponseKind::Metadata(
                 metadata::handle(broker, self.context, version, client_zone(self.header), r).await,
@@ -270,6 +279,25 @@ impl Call<'_> {
             }
             RequestKind::DeleteAcls(r) => {
                 ResponseKind::DeleteAcls(delete_acls::handle(broker, context, r).await)
+            }
+            other => return self.security(other).await,
+        })
+    }
+
+    /// SCRAM credentials, and the client quotas `kafka-configs` describes beside them.
+    async fn security(&self, body: RequestKind) -> Served {
+        let (broker, context) = (self.broker, self.context);
+        Ok(match body {
+            RequestKind::AlterUserScramCredentials(r) => ResponseKind::AlterUserScramCredentials(
+                alter_user_scram_credentials::handle(broker, context, r).await,
+            ),
+            RequestKind::DescribeUserScramCredentials(r) => {
+                ResponseKind::DescribeUserScramCredentials(describe_user_scram_credentials::handle(
+                    broker, context, &r,
+                ))
+            }
+            RequestKind::DescribeClientQuotas(r) => {
+                ResponseKind::DescribeClientQuotas(describe_client_quotas::handle(broker, context, &r))
             }
             other => return Err(other),
         })

@@ -8,6 +8,8 @@
 pub mod acl;
 pub mod authorizer;
 pub mod principal;
+pub mod sasl;
+pub mod scram;
 pub mod session;
 
 pub use principal::Principal;

@@ -17,6 +17,10 @@ const BROKER_ARGS: &[&str] = &[
     "500",
     "--compaction",
     "false",
+    "--sasl-enabled-mechanisms",
+    "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    "--connections-max-reauth-ms",
+    "60000",
 ];
 
 pub struct Ctx {

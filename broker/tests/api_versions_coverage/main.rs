@@ -35,11 +35,13 @@ mod list_offsets;
 mod log;
 mod offsets;
 mod produce;
+mod sasl;
+mod scram;
 
 use std::collections::BTreeSet;
 
 use kafka_protocol::messages::ApiKey;
-use protocol::versions::{supported_range, SUPPORTED_APIS};
+use protocol::versions::{supported_range, SASL_APIS, SUPPORTED_APIS};
 
 use ctx::Ctx;
 
@@ -89,6 +91,9 @@ coverage_tests! {
     describe_acls_lists_what_a_filter_selects_at_every_version => DescribeAcls,
     create_acls_stores_bindings_at_every_version => CreateAcls,
     delete_acls_removes_what_a_filter_selects_at_every_version => DeleteAcls,
+    describe_client_quotas_finds_none_at_every_version => DescribeClientQuotas,
+    alter_user_scram_credentials_upserts_and_deletes_at_every_version => AlterUserScramCredentials,
+    describe_user_scram_credentials_lists_mechanisms_at_every_version => DescribeUserScramCredentials,
 }
 
 #[test]
@@ -110,6 +115,24 @@ fn every_api_in_the_table_has_a_coverage_test() {
         .filter_map(|key| ApiKey::try_from(*key).ok())
         .collect();
     assert!(unlisted.is_empty(), "tested but not listed: {unlisted:?}");
+}
+
+/// The SASL APIs, listed apart (SASL listeners only), each at every version listed.
+#[tokio::test]
+async fn sasl_apis_authenticate_at_every_version() {
+    let exercised = [ApiKey::SaslHandshake, ApiKey::SaslAuthenticate];
+    let listed: Vec<ApiKey> = SASL_APIS.iter().map(|(api, _, _)| *api).collect();
+    assert_eq!(listed, exercised, "a SASL API without a scenario");
+    let mut ctx = Ctx::start().await;
+    for &(api, min, max) in SASL_APIS {
+        for version in min..=max {
+            let _context = ctx::Announce { api, version };
+            match api {
+                ApiKey::SaslHandshake => sasl::sasl_handshake(&mut ctx, version).await,
+                _ => sasl::sasl_authenticate(&mut ctx, version).await,
+            }
+        }
+    }
 }
 
 /// Runs `api`'s scenario at every version the table lists, each on the same broker, and
@@ -166,6 +189,13 @@ async fn scenario(ctx: &mut Ctx, api: ApiKey, version: i16) {
         ApiKey::CreateAcls => acls::create_acls(ctx, version).await,
         ApiKey::DescribeAcls => acls::describe_acls(ctx, version).await,
         ApiKey::DeleteAcls => acls::delete_acls(ctx, version).await,
+        ApiKey::DescribeClientQuotas => scram::describe_client_quotas(ctx, version).await,
+        ApiKey::AlterUserScramCredentials => {
+            scram::alter_user_scram_credentials(ctx, version).await
+        }
+        ApiKey::DescribeUserScramCredentials => {
+            scram::describe_user_scram_credentials(ctx, version).await
+        }
         other => panic!("{other:?} has no scenario: write one before listing it"),
     }
 }

@@ -36,6 +36,12 @@ impl TestBroker {
         TestBroker { running, dir }
     }
 
+    /// A broker on a data directory prepared beforehand (e.g. by `broker scram set`).
+    pub async fn start_on(dir: TempDir, extra_args: &[&str]) -> TestBroker {
+        let running = start_in(&dir, extra_args).await;
+        TestBroker { running, dir }
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.running.local_addr
     }

@@ -116,10 +116,20 @@ rules! {
     CREATE_ACLS: CreateAcls, Alter, Cluster, CLUSTER_FAILED, "every creation refused";
     DESCRIBE_ACLS: DescribeAcls, Describe, Cluster, CLUSTER_FAILED, "the request refused";
     DELETE_ACLS: DeleteAcls, Alter, Cluster, CLUSTER_FAILED, "every filter refused";
+    DESCRIBE_CLIENT_QUOTAS: DescribeClientQuotas, DescribeConfigs, Cluster, CLUSTER_FAILED,
+        "the request refused";
+    ALTER_USER_SCRAM_CREDENTIALS: AlterUserScramCredentials, Alter, Cluster, CLUSTER_FAILED,
+        "every user of the request refused";
+    DESCRIBE_USER_SCRAM_CREDENTIALS: DescribeUserScramCredentials, Describe, Cluster, CLUSTER_FAILED,
+        "the request refused";
 }
 
-/// APIs served to anyone: nothing to authorize.
-pub const UNCHECKED: &[ApiKey] = &[ApiKey::ApiVersions];
+/// APIs served to anyone: nothing to authorize (the SASL exchange comes before a principal).
+pub const UNCHECKED: &[ApiKey] = &[
+    ApiKey::ApiVersions,
+    ApiKey::SaslHandshake,
+    ApiKey::SaslAuthenticate,
+];
 
 /// The table as `docs/security.md` shows it.
 pub fn markdown_table() -> String {

@@ -1,0 +1,3 @@
+//! Subcommands of the `broker` binary besides running the broker.
+
+pub mod scram;

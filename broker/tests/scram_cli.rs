@@ -1,0 +1,173 @@
+//! `broker scram set|list|delete` on the real binary, then the credential as a started
+//! broker describes it (DescribeUserScramCredentials).
+
+// Test code: an unexpected error fails the test with the value it got.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{s, TestBroker};
+use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+use kafka_protocol::messages::*;
+
+fn scram(data_dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_broker"))
+        .arg("scram")
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("RUST_LOG", "info")
+        .env_remove("BROKER_CONFIG")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn password_file(dir: &Path, password: &str, mode: u32) -> String {
+    let path = dir.join(format!("password-{mode:o}"));
+    std::fs::write(&path, format!("{password}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn scram_set_writes_a_credential_the_broker_then_describes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let secret = password_file(dir.path(), "alice-secret", 0o600);
+    let set = scram(
+        data.path(),
+        &[
+            "set",
+            "--user",
+            "alice",
+            "--mechanism",
+            "SCRAM-SHA-512",
+            "--password-file",
+            &secret,
+            "--iterations",
+            "8192",
+        ],
+    );
+    assert!(set.status.success(), "{}", text(&set.stderr));
+    let (stdout, stderr) = (text(&set.stdout), text(&set.stderr));
+    assert!(
+        stdout.contains("stored SCRAM-SHA-512 credential for user \"alice\""),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("alice-secret") && !stderr.contains("alice-secret"));
+    let set = scram(
+        data.path(),
+        &[
+            "set",
+            "--user",
+            "bob",
+            "--mechanism",
+            "SCRAM-SHA-256",
+            "--password-file",
+            &secret,
+        ],
+    );
+    assert!(set.status.success(), "{}", text(&set.stderr));
+
+    let list = scram(data.path(), &["list"]);
+    assert!(list.status.success());
+    assert_eq!(
+        text(&list.stdout),
+        "alice SCRAM-SHA-512 iterations=8192\nbob SCRAM-SHA-256 iterations=4096\n"
+    );
+    let delete = scram(
+        data.path(),
+        &["delete", "--user", "bob", "--mechanism", "SCRAM-SHA-256"],
+    );
+    assert!(delete.status.success(), "{}", text(&delete.stderr));
+    let again = scram(
+        data.path(),
+        &["delete", "--user", "bob", "--mechanism", "SCRAM-SHA-256"],
+    );
+    assert_eq!(again.status.code(), Some(1));
+
+    let broker = TestBroker::start_on(data, &[]).await;
+    let mut client = broker.client().await;
+    let users = ["alice", "bob"].map(|u| UserName::default().with_name(s(u)));
+    let request = DescribeUserScramCredentialsRequest::default().with_users(Some(users.to_vec()));
+    let response = expect_kind!(
+        client
+            .call(ApiKey::DescribeUserScramCredentials, 0, request)
+            .await,
+        DescribeUserScramCredentials
+    );
+    let alice = &response.results[0];
+    assert_eq!((&*alice.user, alice.error_code), ("alice", 0));
+    assert_eq!(
+        alice
+            .credential_infos
+            .iter()
+            .map(|i| (i.mechanism, i.iterations))
+            .collect::<Vec<_>>(),
+        vec![(2, 8192)]
+    );
+    assert_eq!(
+        response.results[1].error_code,
+        kafka_protocol::ResponseError::ResourceNotFound.code()
+    );
+    broker.running.shutdown().await;
+}
+
+#[test]
+fn scram_set_refuses_bad_input_with_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.as_path();
+    let open = password_file(dir.path(), "pw", 0o644);
+    let private = password_file(dir.path(), "pw", 0o600);
+    let cases: [&[&str]; 4] = [
+        &[
+            "set",
+            "--user",
+            "a",
+            "--mechanism",
+            "SCRAM-SHA-256",
+            "--password-file",
+            &open,
+        ],
+        &[
+            "set",
+            "--user",
+            "a",
+            "--mechanism",
+            "SCRAM-SHA-256",
+            "--password-file",
+            &private,
+            "--iterations",
+            "1000",
+        ],
+        &[
+            "set",
+            "--user",
+            "a",
+            "--mechanism",
+            "SCRAM-SHA-1",
+            "--password-file",
+            &private,
+        ],
+        &["frobnicate"],
+    ];
+    for args in cases {
+        let output = scram(data, args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        assert!(!text(&output.stderr).contains("pw\n"));
+    }
+}

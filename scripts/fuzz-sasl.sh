@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The SASL parsing paths under many more random and mutated inputs than CI runs
+# (broker/tests/sasl_fuzz.rs, proptest on stable Rust: cargo-fuzz needs nightly).
+#
+#   scripts/fuzz-sasl.sh [CASES]      default 20000 cases per property, release build
+#
+# A failure prints the minimal input proptest shrank it to; proptest also records it under
+# broker/proptest-regressions/ so that the next run tries it first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cases="${1:-20000}"
+PROPTEST_CASES="$cases" cargo test -p broker --release --test sasl_fuzz -- --test-threads 2
