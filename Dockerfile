@@ -1,7 +1,14 @@
 # Multi-stage build of the `broker` and `compactor` binaries for docker-compose.yml.
-# Build stage: the workspace as checked in (Cargo.lock pinned); runtime stage: Debian slim with
-# only the two binaries and CA certificates (for S3 over TLS).
-FROM rust:1.85-bookworm AS build
+# Build stage: the workspace as checked in (Cargo.lock pinned). The Rust image is at least the
+# highest `rust-version` in Cargo.lock (crc-fast and uuid need 1.89), and the Oxia client's build
+# script runs protoc (tonic-build), so protobuf-compiler is installed; tests/e2e/
+# test_container_files.py fails when either falls behind the lock.
+# Runtime stage: Debian slim with the two binaries, CA certificates (for S3 over TLS) and curl
+# (for the /readyz healthchecks).
+FROM rust:1.89-bookworm AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends protobuf-compiler \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p broker -p compactor \
@@ -10,7 +17,7 @@ RUN cargo build --release --locked -p broker -p compactor \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates \
+ && apt-get install -y --no-install-recommends ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /data kafka \
  && mkdir -p /data && chown kafka /data
@@ -18,5 +25,5 @@ COPY --from=build /out/broker /out/compactor /usr/local/bin/
 USER kafka
 WORKDIR /data
 ENV RUST_LOG=info
-EXPOSE 9092
+EXPOSE 9092 9644
 ENTRYPOINT ["broker"]

@@ -22,7 +22,7 @@ if [ ! -x "$ROOT/.venv/bin/python" ]; then
   python3 -m venv "$ROOT/.venv"
 fi
 if ! "$ROOT/.venv/bin/python" -c 'import pytest, confluent_kafka, kafka, aiokafka, lz4, snappy, zstandard, cramjam, duckdb, pyarrow' 2>/dev/null; then
-  "$ROOT/.venv/bin/pip" install -q pytest confluent-kafka kafka-python aiokafka lz4 python-snappy zstandard cramjam duckdb pyarrow
+  "$ROOT/.venv/bin/pip" install -q pytest pyyaml confluent-kafka kafka-python aiokafka lz4 python-snappy zstandard cramjam duckdb pyarrow
 fi
 
 # Rebuild a program only when one of its sources is newer than the built artifact.

@@ -53,6 +53,8 @@ pub enum StartError {
     Tls(#[from] crate::tls::files::TlsError),
     #[error("loading the TLS files stopped: {0}")]
     TlsTask(tokio::task::JoinError),
+    #[error(transparent)]
+    Http(#[from] telemetry::http::HttpError),
 }
 
 /// A started broker.
@@ -61,6 +63,9 @@ pub struct Running {
     pub local_addr: SocketAddr,
     pub listeners: Vec<NodeListener>,
     pub broker: Arc<Broker>,
+    /// The metrics and health listener, when it is bound.
+    pub http_addr: Option<SocketAddr>,
+    http: Option<JoinHandle<()>>,
     tls_reload: Option<JoinHandle<()>>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<()>,
@@ -78,6 +83,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let compactor_config = config.compaction.then(|| config.compactor_config());
     let objects =
         storage::objects::open(&object_url).map_err(|e| StartError::ObjectStore(e.to_string()))?;
+    crate::metrics::register();
+    let objects: Arc<dyn object_store::ObjectStore> = Arc::new(
+        storage::objects::Intercepted::wrap(objects, storage::objects::Meter),
+    );
     let objects = Arc::new(storage::objects::CountingObjectStore::new(objects));
     // Two handles, as in the seed system: the index is high-volume and needs no notifications,
     // coordination (topics, groups) does.
@@ -180,8 +189,17 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
                 .await
         })
     });
+    crate::metrics::register_broker_gauges(&broker);
+    crate::metrics::spawn_group_sampler(Arc::downgrade(&broker), shutdown_rx.clone());
+    let readiness =
+        crate::health::readiness(coordination_meta.clone(), objects.clone(), local_addr);
+    let listen = broker.config.http_listen;
+    let http = telemetry::http::start(listen, readiness, shutdown_rx.clone()).await?;
+    let (http_addr, http) = http.unzip();
     let server = tokio::spawn(server::run(bound, broker.clone(), shutdown_rx));
     Ok(Running {
+        http_addr,
+        http,
         local_addr,
         listeners,
         tls_reload,
@@ -216,6 +234,9 @@ impl Running {
         }
         if let Some(reload) = self.tls_reload {
             let _ = reload.await;
+        }
+        if let Some(http) = self.http {
+            let _ = http.await;
         }
         if let Some(compaction) = self.compaction {
             if let Err(error) = compaction.await {

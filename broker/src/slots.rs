@@ -11,6 +11,45 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{oneshot, Notify};
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+
+struct Metrics {
+    open: Gauge,
+    accepted: Counter,
+    evicted: Counter,
+}
+
+static METRICS: std::sync::LazyLock<Metrics> = std::sync::LazyLock::new(|| {
+    let accepted = Counter::default();
+    let evicted = Counter::default();
+    let mut registry = telemetry::registry::registry();
+    registry.register(
+        "kafka_server_connections_accepted",
+        "Connections given a slot, on every listener",
+        accepted.clone(),
+    );
+    registry.register(
+        "kafka_server_connections_evicted",
+        "Silent connections closed to give their slot to a new one",
+        evicted.clone(),
+    );
+    drop(registry);
+    Metrics {
+        open: telemetry::gauge(
+            "kafka_server_connections",
+            "Open client connections, on every listener (max_connections bounds them)",
+        ),
+        accepted,
+        evicted,
+    }
+});
+
+/// Registers the connection metrics so that they are listed before the first connection.
+pub fn register_metrics() {
+    std::sync::LazyLock::force(&METRICS);
+}
+
 pub struct Slots {
     max_connections: usize,
     max_per_ip: usize,
@@ -70,6 +109,7 @@ impl Slots {
                 if let Some((_, evict)) = state.unproven.pop_first() {
                     // Its connection closes and gives the slot back; we wait for that.
                     let _ = evict.send(());
+                    METRICS.evicted.inc();
                     tracing::debug!("evicting the oldest connection that sent no request");
                 }
             }
@@ -81,6 +121,8 @@ impl Slots {
         let id = state.next_id;
         state.next_id += 1;
         state.open += 1;
+        METRICS.open.inc();
+        METRICS.accepted.inc();
         *state.per_ip.entry(ip).or_insert(0) += 1;
         let (evict, evicted) = oneshot::channel();
         state.unproven.insert(id, evict);
@@ -130,6 +172,7 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut state = self.slots.lock();
         state.open -= 1;
+        METRICS.open.dec();
         state.unproven.remove(&self.id);
         if let Some(n) = state.per_ip.get_mut(&self.ip) {
             *n -= 1;

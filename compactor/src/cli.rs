@@ -6,7 +6,10 @@
 use std::ffi::OsString;
 
 use clap::{Arg, ArgAction, Command};
-use storage::config::{settings::LOCATION, Location};
+use storage::config::{
+    settings::{LOCATION, OBSERVABILITY},
+    Location,
+};
 use storage::settings::{
     topic_settings, AnySetting, Mode, Resolved, Schema, Setting, SettingsError, Unit,
 };
@@ -39,7 +42,9 @@ const ALIASES: &[(&str, &str)] = &[
 
 /// Every setting of the `compactor` binary.
 pub fn schema() -> Schema {
-    let schema = Schema::new("compactor", "COMPACTOR_").group("Data", LOCATION.iter().copied());
+    let schema = Schema::new("compactor", "COMPACTOR_")
+        .group("Data", LOCATION.iter().copied())
+        .group("Metrics and health", OBSERVABILITY.iter().copied());
     let schema = compaction::add_to(schema, "Compaction")
         .group(
             "Compaction",
@@ -82,6 +87,8 @@ pub struct Cli {
     pub location: Location,
     pub config: CompactorConfig,
     pub session_timeout_ms: u64,
+    /// The metrics and health listener (not for `--once` and the task commands).
+    pub http_listen: storage::config::HttpListen,
     pub once: bool,
     pub list_tasks: bool,
     pub retry_dead: bool,
@@ -103,6 +110,7 @@ impl Cli {
             location,
             config,
             session_timeout_ms: resolved.get(&COMPACTION_SESSION_TIMEOUT_MS),
+            http_listen: storage::config::http_listen(&resolved),
             once: loaded.matches.get_flag("once"),
             list_tasks: loaded.matches.get_flag("list_tasks"),
             retry_dead: loaded.matches.get_flag("retry_dead"),

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 mod leader;
+pub mod metrics;
 mod orphans;
 mod pass;
 mod reclaim;

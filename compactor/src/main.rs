@@ -65,7 +65,13 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let location = &cli.location;
+    storage::objects::register_metrics();
+    metastore::register_metrics();
+    compactor::metrics::register();
     let objects = storage::objects::open(&location.object_store_url)?;
+    let objects: std::sync::Arc<dyn object_store::ObjectStore> = std::sync::Arc::new(
+        storage::objects::Intercepted::wrap(objects, storage::objects::Meter),
+    );
     let index_meta = open_meta_store(
         &location.metastore,
         &location.data_dir,
@@ -95,13 +101,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
     } else {
+        let readiness = storage::health::readiness(coord_meta.clone(), objects.clone());
         let compactor = Compactor::new(objects, index_meta.clone(), coord_meta.clone(), cli.config);
         if cli.once {
             let report = compactor.run_once().await?;
             tracing::info!(?report, "compaction pass done");
             println!("{report:?}");
         } else {
+            let (stop_http, stopped) = tokio::sync::watch::channel(false);
+            let http = telemetry::http::start(cli.http_listen, readiness, stopped).await?;
+            let sampler = compactor::metrics::spawn_task_sampler(coord_meta.clone());
             compactor.run(shutdown_signal()).await;
+            sampler.abort();
+            let _ = stop_http.send(true);
+            if let Some((_, task)) = http {
+                let _ = task.await;
+            }
         }
     }
     coord_meta.close().await.ok();

@@ -19,6 +19,8 @@ pub struct Upload {
     objects: Arc<dyn ObjectStore>,
     path: Path,
     state: State,
+    /// Bytes written so far, for the metrics.
+    bytes: u64,
 }
 
 enum State {
@@ -41,11 +43,13 @@ impl Upload {
                 chunks: Vec::new(),
                 len: 0,
             },
+            bytes: 0,
         }
     }
 
     /// Appends file bytes. Waits while the parts in flight are at their limit.
     pub async fn write(&mut self, bytes: Bytes) -> Result<(), object_store::Error> {
+        self.bytes += bytes.len() as u64;
         match &mut self.state {
             State::Buffered { chunks, len } => {
                 *len += bytes.len();
@@ -87,6 +91,7 @@ impl Upload {
             }
             State::Closed => return Err(closed(&self.path)),
         }
+        crate::metrics::file_written(self.bytes);
         Ok(())
     }
 

@@ -11,6 +11,7 @@ pub mod config;
 pub mod cpu;
 mod engine;
 mod error;
+pub mod health;
 pub mod index;
 pub mod objects;
 pub mod settings;

@@ -82,10 +82,12 @@ class ClusterBroker(BrokerProcess):
 class Cluster:
     """`broker_args` are passed to every broker (e.g. `--authorizer acl`)."""
 
-    def __init__(self, directory: Path, racks=("zone-a", "zone-b", "zone-b"), broker_args=()):
+    def __init__(self, directory: Path, racks=("zone-a", "zone-b", "zone-b"), broker_args=(),
+                 compactor_args=()):
         self.dir = directory
         self.racks = racks
         self.broker_args = broker_args
+        self.compactor_args = compactor_args
         self.oxia_port = free_port()
         self.s3_port = free_port()
         self.oxia = None
@@ -155,7 +157,7 @@ class Cluster:
         with open(log, "wb") as out:
             self.compactor = subprocess.Popen(
                 [str(binary), "--data-dir", str(self.dir / "compactor"), "--object-store", f"s3://{BUCKET}/data",
-                 "--metastore", f"oxia://127.0.0.1:{self.oxia_port}/default"],
+                 "--metastore", f"oxia://127.0.0.1:{self.oxia_port}/default", *self.compactor_args],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
 
     def object_keys(self, prefix: str) -> set:

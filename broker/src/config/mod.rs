@@ -22,6 +22,8 @@ use crate::tls::TlsConfig;
 /// Settings of one broker process, as the rest of the broker reads them.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The metrics and health listener.
+    pub http_listen: storage::config::HttpListen,
     /// `--listeners`, or the one PLAINTEXT listener of `--listen`; never empty.
     pub listeners: Vec<ListenerConfig>,
     /// The TLS setup, when a listener uses TLS.
@@ -144,6 +146,7 @@ impl Config {
             shutdown_timeout_ms: r.get(&s::SHUTDOWN_TIMEOUT_MS),
             authorizer: authorizer_config(r)?,
             sasl: sasl::sasl_config(r)?,
+            http_listen: storage::config::http_listen(r),
             storage,
             compactor,
         })

@@ -4,7 +4,7 @@
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use compactor::config::settings as compaction;
-use storage::config::settings::{ENGINE, LOCATION};
+use storage::config::settings::{ENGINE, LOCATION, OBSERVABILITY};
 use storage::settings::{topic_settings, AnySetting, Resolved, Schema, Setting, Unit};
 
 use super::Endpoint;
@@ -52,6 +52,7 @@ pub fn schema() -> Schema {
         .group("Listener and cluster", NODE.iter().copied())
         .group("TLS", crate::tls::settings::TLS.iter().copied())
         .group("Data", LOCATION.iter().copied())
+        .group("Metrics and health", OBSERVABILITY.iter().copied())
         .group("Topics", TOPICS.iter().copied())
         .group("Connections", CONNECTIONS.iter().copied())
         .group("Authorization", AUTHORIZATION.iter().copied())

@@ -203,6 +203,9 @@ fn respond(
             continue;
         }
         let topic = result.target.topic.clone();
+        if result.bytes() > 0 {
+            crate::metrics::fetched(&topic, result.bytes());
+        }
         let partition = partition_data(result, read_committed);
         match topics.last_mut() {
             Some(t) if t.topic.0.as_str() == topic => t.partitions.push(partition),

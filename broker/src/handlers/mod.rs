@@ -73,6 +73,20 @@ pub async fn handle(
     produce_ticket: Option<Ticket>,
     session: &Session,
 ) -> Result<Option<ResponseKind>, HandlerError> {
+    let api_key = request.api_key;
+    let started = std::time::Instant::now();
+    let served = serve(broker, request, produce_ticket, session).await;
+    let response = served.as_ref().ok().and_then(Option::as_ref);
+    crate::metrics::record_request(api_key, started.elapsed(), response);
+    served
+}
+
+async fn serve(
+    broker: &Arc<Broker>,
+    request: Request,
+    produce_ticket: Option<Ticket>,
+    session: &Session,
+) -> Result<Option<ResponseKind>, HandlerError> {
     let context = RequestContext::new(&request.header, session);
     if let Some(refused) = refuse_unauthorized_group(broker, &context, &request.body) {
         return Ok(Some(refused));
@@ -296,9 +310,9 @@ impl Call<'_> {
                     broker, context, &r,
                 ))
             }
-            RequestKind::DescribeClientQuotas(r) => {
-                ResponseKind::DescribeClientQuotas(describe_client_quotas::handle(broker, context, &r))
-            }
+            RequestKind::DescribeClientQuotas(r) => ResponseKind::DescribeClientQuotas(
+                describe_client_quotas::handle(broker, context, &r),
+            ),
             other => return Err(other),
         })
     }

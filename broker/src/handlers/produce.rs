@@ -38,6 +38,8 @@ enum Submitted {
         write: Option<WriteHandle>,
         /// The time stamped into the batches of a log-append-time topic.
         log_append_time_ms: Option<i64>,
+        /// Counted in the topic's traffic metrics once acknowledged.
+        traffic: Traffic,
     },
     /// A retry of batches already written (or being written): answered with their offset.
     Duplicate {
@@ -51,6 +53,13 @@ enum Submitted {
         /// `(index of the record in its batch, message)` (Produce v8+).
         record_errors: Vec<(i32, String)>,
     },
+}
+
+/// What an acknowledged batch adds to its topic's metrics.
+struct Traffic {
+    topic: String,
+    records: u32,
+    bytes: u32,
 }
 
 /// Serves a Produce. `ticket` orders this request's submissions after the connection's earlier
@@ -247,6 +256,11 @@ async fn append(
             stream,
             write: admitted.map(|a| a.submitted()),
             log_append_time_ms,
+            traffic: Traffic {
+                topic: topic.name.to_string(),
+                records: count,
+                bytes: len,
+            },
         },
         Err(e) => {
             if let Some(admitted) = admitted {
@@ -354,8 +368,10 @@ async fn complete(broker: &Broker, index: i32, outcome: Submitted) -> PartitionP
             stream,
             write,
             log_append_time_ms,
+            traffic,
         } => match pending.wait().await {
             Ok(appended) => {
+                crate::metrics::produced(&traffic.topic, traffic.records, traffic.bytes);
                 if let Some(write) = write {
                     write.written(appended.base_offset);
                 }

@@ -29,6 +29,7 @@ pub mod embedded;
 pub mod failing;
 mod keys;
 pub mod memory;
+mod metered;
 mod open;
 pub mod oxia;
 mod rules;
@@ -38,6 +39,7 @@ pub use embedded::EmbeddedMetaStore;
 pub use failing::{FailingMetaStore, FaultMode};
 pub use keys::{compare_keys, sort_key};
 pub use memory::{MemoryMetaStore, MemoryStore, MemoryStoreConfig, MetaClock};
+pub use metered::{register_metrics, MeteredMetaStore};
 pub use open::open_meta_store;
 pub use oxia::{parse_oxia_url, OxiaAddress, OxiaMetaStore};
 

@@ -4,14 +4,25 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{
-    EmbeddedMetaStore, MemoryStore, MetaError, MetaOptions, MetaResult, MetaStore, OxiaMetaStore,
+    EmbeddedMetaStore, MemoryStore, MetaError, MetaOptions, MetaResult, MetaStore,
+    MeteredMetaStore, OxiaMetaStore,
 };
 
 /// Opens `embedded` (SQLite under `<data_dir>/meta`), `oxia://host:port/namespace`, or
 /// `memory` / `memory://<name>`: a store in this process's memory, shared by every handle opened
 /// with the same name in this process, never durable and invisible to other processes (for tests
 /// and benchmarks; see `docs/metastore-memory.md`).
+/// Every handle is metered (`docs/metrics.md`).
 pub async fn open_meta_store(
+    spec: &str,
+    data_dir: &Path,
+    options: MetaOptions,
+) -> MetaResult<Arc<dyn MetaStore>> {
+    let store = open_backend(spec, data_dir, options).await?;
+    Ok(Arc::new(MeteredMetaStore::wrap(store)))
+}
+
+async fn open_backend(
     spec: &str,
     data_dir: &Path,
     options: MetaOptions,

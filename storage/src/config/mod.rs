@@ -113,6 +113,20 @@ impl Location {
     }
 }
 
+pub use telemetry::http::HttpListen;
+
+/// Where the HTTP listener of metrics and health checks binds (`http_listen`).
+pub fn http_listen(resolved: &Resolved) -> HttpListen {
+    let value = resolved.get(&s::HTTP_LISTEN);
+    let Ok(addr) = value.trim().parse() else {
+        // `none` or empty: the check let nothing else through.
+        return HttpListen::Off;
+    };
+    match resolved.source(s::HTTP_LISTEN.key) {
+        None | Some(crate::settings::Source::Default) => HttpListen::Default(addr),
+        Some(_) => HttpListen::Explicit(addr),
+    }
+}
 /// `file://<data_dir>/objects`, absolute so that the URL means the same after a `cd`.
 pub fn default_object_store_url(data_dir: &Path) -> std::io::Result<String> {
     let dir = std::path::absolute(data_dir.join("objects"))?;

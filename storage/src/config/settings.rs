@@ -8,6 +8,23 @@ use crate::settings::{AnySetting, Setting, Unit};
 /// `data_dir`, `object_store`, `metastore`: the same on both binaries.
 pub static LOCATION: &[&dyn AnySetting] = &[&DATA_DIR, &OBJECT_STORE, &METASTORE];
 
+/// The HTTP listener of metrics and health checks, on both binaries.
+pub static OBSERVABILITY: &[&dyn AnySetting] = &[&HTTP_LISTEN];
+
+pub static HTTP_LISTEN: Setting<String> = Setting::new(
+    "http_listen",
+    "127.0.0.1:9644",
+    Unit::None,
+    "`ip:port` of the HTTP listener serving `/metrics` (Prometheus), `/healthz` and `/readyz`, or `none`; at its default a taken port is logged and skipped (several processes on one host), an address given explicitly must bind",
+)
+.checked(|value| match value.trim() {
+    "none" | "" => Ok(()),
+    addr => addr
+        .parse::<std::net::SocketAddr>()
+        .map(drop)
+        .map_err(|_| format!("expected ip:port or `none`, got {value:?}")),
+});
+
 /// The write and read path of the engine.
 pub static ENGINE: &[&dyn AnySetting] = &[
     &WRITE_BUFFER_SIZE,

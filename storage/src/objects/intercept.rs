@@ -5,8 +5,10 @@
 //! are interceptors, so no wrapper repeats the delegation of the whole `ObjectStore` trait.
 
 use std::fmt;
+use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -40,8 +42,20 @@ pub trait Interceptor: Send + Sync + fmt::Debug + 'static {
         Ok(())
     }
 
+    /// Runs when a call answered in one piece (not a listing or batch-delete stream) finished:
+    /// how long the inner store took, whether it succeeded, and the payload bytes it moved.
+    fn finished(&self, _call: &Call, _elapsed: Duration, _outcome: Finished) {}
+
     /// Names the wrapper in `Display`.
     fn name(&self) -> &'static str;
+}
+
+/// How a call ended, for [`Interceptor::finished`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finished {
+    pub ok: bool,
+    /// Bytes written by a put, or to be read by a get (its range).
+    pub bytes: u64,
 }
 
 /// Any store, with every call going through `interceptor`.
@@ -63,13 +77,30 @@ impl<I: Interceptor> Intercepted<I> {
         &self.interceptor
     }
 
-    async fn before(&self, operation: Operation, location: &Path) -> Result<()> {
-        let call = Call {
+    /// `inner` once the interceptor let `call` through, timed for [`Interceptor::finished`].
+    async fn timed<T>(
+        &self,
+        call: Call,
+        bytes_of: impl FnOnce(&T) -> u64,
+        inner: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        self.interceptor.before(&call).await?;
+        let started = Instant::now();
+        let result = inner.await;
+        let outcome = Finished {
+            ok: result.is_ok(),
+            bytes: result.as_ref().map_or(0, bytes_of),
+        };
+        self.interceptor.finished(&call, started.elapsed(), outcome);
+        result
+    }
+
+    fn call(operation: Operation, location: &Path) -> Call {
+        Call {
             operation,
             location: location.clone(),
             put_bytes: None,
-        };
-        self.interceptor.before(&call).await
+        }
     }
 
     /// `inner`, started only once the interceptor let the call through.
@@ -110,13 +141,14 @@ impl<I: Interceptor> ObjectStore for Intercepted<I> {
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
+        let bytes = payload.content_length() as u64;
         let call = Call {
             operation: Operation::Put,
             location: location.clone(),
-            put_bytes: Some(payload.content_length() as u64),
+            put_bytes: Some(bytes),
         };
-        self.interceptor.before(&call).await?;
-        let written = self.inner.put_opts(location, payload, opts).await?;
+        let put = self.inner.put_opts(location, payload, opts);
+        let written = self.timed(call, |_| bytes, put).await?;
         self.interceptor.after_put(location)?;
         Ok(written)
     }
@@ -126,18 +158,30 @@ impl<I: Interceptor> ObjectStore for Intercepted<I> {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
-        self.before(Operation::Put, location).await?;
-        self.inner.put_multipart_opts(location, opts).await
+        let call = Self::call(Operation::Put, location);
+        let started = self.inner.put_multipart_opts(location, opts);
+        self.timed(call, |_| 0, started).await
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        self.before(Operation::Get, location).await?;
-        self.inner.get_opts(location, options).await
+        let call = Self::call(Operation::Get, location);
+        let head = options.head;
+        let get = self.inner.get_opts(location, options);
+        let bytes_of = |got: &GetResult| {
+            if head {
+                0
+            } else {
+                got.range.end - got.range.start
+            }
+        };
+        self.timed(call, bytes_of, get).await
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        self.before(Operation::Get, location).await?;
-        self.inner.get_ranges(location, ranges).await
+        let call = Self::call(Operation::Get, location);
+        let get = self.inner.get_ranges(location, ranges);
+        let bytes_of = |got: &Vec<Bytes>| got.iter().map(|b| b.len() as u64).sum();
+        self.timed(call, bytes_of, get).await
     }
 
     fn delete_stream(
@@ -161,18 +205,20 @@ impl<I: Interceptor> ObjectStore for Intercepted<I> {
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        self.before(Operation::List, prefix.unwrap_or(&Path::default()))
-            .await?;
-        self.inner.list_with_delimiter(prefix).await
+        let call = Self::call(Operation::List, prefix.unwrap_or(&Path::default()));
+        let list = self.inner.list_with_delimiter(prefix);
+        self.timed(call, |_| 0, list).await
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.before(Operation::Put, to).await?;
-        self.inner.copy_opts(from, to, options).await
+        let call = Self::call(Operation::Put, to);
+        let copy = self.inner.copy_opts(from, to, options);
+        self.timed(call, |_| 0, copy).await
     }
 
     async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
-        self.before(Operation::Put, to).await?;
-        self.inner.rename_opts(from, to, options).await
+        let call = Self::call(Operation::Put, to);
+        let rename = self.inner.rename_opts(from, to, options);
+        self.timed(call, |_| 0, rename).await
     }
 }

@@ -10,6 +10,7 @@ mod error;
 #[cfg(feature = "testkit")]
 mod failing;
 mod intercept;
+mod metered;
 mod open;
 mod operation;
 #[cfg(feature = "testkit")]
@@ -22,7 +23,8 @@ pub use error::ObjectsError;
 pub use failing::{
     injected, is_injected_fault, FailingObjectStore, FailureMode, Faults, InjectedFault,
 };
-pub use intercept::{Call, Intercepted, Interceptor};
+pub use intercept::{Call, Finished, Intercepted, Interceptor};
+pub use metered::{register_metrics, Meter, MeteredObjectStore};
 pub use open::{open, open_with, OpenOptions};
 pub use operation::Operation;
 #[cfg(feature = "testkit")]

@@ -1,0 +1,21 @@
+//! The broker's metrics (`docs/metrics.md`): requests by API, produce and fetch traffic by topic,
+//! connections, pending produce bytes, groups by state. Object-store and MetaStore metrics are
+//! recorded in `storage`, the HTTP listener is `telemetry`'s.
+
+mod gauges;
+mod requests;
+mod response_errors;
+mod topics;
+
+pub use gauges::{register_broker_gauges, spawn_group_sampler};
+pub use requests::record_request;
+pub use topics::{fetched, produced};
+
+/// Lists every metric before the first event, so a scrape shows each family from the start.
+pub fn register() {
+    requests::register();
+    topics::register();
+    storage::objects::register_metrics();
+    metastore::register_metrics();
+    crate::slots::register_metrics();
+}

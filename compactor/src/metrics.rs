@@ -1,0 +1,83 @@
+//! The compactor's metrics (`docs/metrics.md`): compacted files and bytes written, and tasks by
+//! state (sampled from the task records every few seconds by the `compactor` binary).
+
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use metastore::MetaStore;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+
+struct Metrics {
+    files_written: Counter,
+    bytes_written: Counter,
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let metrics = Metrics {
+        files_written: Counter::default(),
+        bytes_written: Counter::default(),
+    };
+    let mut registry = telemetry::registry::registry();
+    registry.register(
+        "diskless_compactor_files_written",
+        "Parquet files the compactor made visible in the object store",
+        metrics.files_written.clone(),
+    );
+    registry.register(
+        "diskless_compactor_bytes_written",
+        "Bytes of the Parquet files the compactor made visible",
+        metrics.bytes_written.clone(),
+    );
+    metrics
+});
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+static TASKS: LazyLock<Family<StateLabels, Gauge>> = LazyLock::new(|| {
+    telemetry::gauge_family(
+        "diskless_compactor_tasks",
+        "Compaction task records by state (PENDING, RUNNING, DONE, DEAD), read every 5 s",
+    )
+});
+
+const TASK_SAMPLE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Lists the metrics before the first file.
+pub fn register() {
+    LazyLock::force(&METRICS);
+    LazyLock::force(&TASKS);
+}
+
+/// A compacted file of `bytes` was made visible.
+pub(crate) fn file_written(bytes: u64) {
+    METRICS.files_written.inc();
+    METRICS.bytes_written.inc_by(bytes);
+}
+
+/// Counts the task records by state every few seconds, until the returned task is aborted.
+pub fn spawn_task_sampler(meta: Arc<dyn MetaStore>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            match crate::tasks::list_tasks(&meta).await {
+                Ok(tasks) => {
+                    let mut counts = std::collections::HashMap::new();
+                    for task in &tasks {
+                        *counts.entry(task.state.name()).or_insert(0i64) += 1;
+                    }
+                    TASKS.clear();
+                    for (state, count) in counts {
+                        TASKS.get_or_create(&StateLabels { state }).set(count);
+                    }
+                }
+                Err(error) => tracing::debug!(%error, "cannot count compaction tasks"),
+            }
+            tokio::time::sleep(TASK_SAMPLE_INTERVAL).await;
+        }
+    })
+}

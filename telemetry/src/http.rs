@@ -1,0 +1,234 @@
+//! The HTTP listener of `--http-listen`: `GET /metrics` (OpenMetrics text), `/healthz` (the
+//! process answers) and `/readyz` ([`Readiness`]). Bounded like the Kafka listener: at most
+//! [`CONNECTIONS_MAX`] at once (more are closed at accept), a header read timeout and a cap on
+//! each connection's life, so scrapers cannot pile up.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+use crate::ready::Readiness;
+
+pub const CONNECTIONS_MAX: usize = 64;
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+const CONNECTION_LIFETIME_MAX: Duration = Duration::from_secs(60);
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("cannot listen on {addr} (http_listen): {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// Where the listener binds (`http_listen`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpListen {
+    Off,
+    /// The default address: when it is taken the process runs without the listener.
+    Default(SocketAddr),
+    /// Set explicitly: the process does not start without it.
+    Explicit(SocketAddr),
+}
+
+/// Binds and serves `listen` until `shutdown`; `Ok(None)` when off, or when the default
+/// address is taken (logged).
+pub async fn start(
+    listen: HttpListen,
+    readiness: Readiness,
+    shutdown: watch::Receiver<bool>,
+) -> Result<Option<(SocketAddr, tokio::task::JoinHandle<()>)>, HttpError> {
+    let (addr, explicit) = match listen {
+        HttpListen::Off => return Ok(None),
+        HttpListen::Default(addr) => (addr, false),
+        HttpListen::Explicit(addr) => (addr, true),
+    };
+    let server = match HttpServer::bind(addr, readiness).await {
+        Ok(server) => server,
+        Err(error) if !explicit => {
+            tracing::warn!(%error, "no metrics listener: its default address is taken; set http_listen");
+            return Ok(None);
+        }
+        Err(error) => return Err(error),
+    };
+    let bound = server.local_addr().unwrap_or(addr);
+    tracing::info!(addr = %bound, "http listening: /metrics /healthz /readyz");
+    Ok(Some((bound, tokio::spawn(server.run(shutdown)))))
+}
+
+/// A bound listener; [`HttpServer::run`] serves it until `shutdown` turns true.
+pub struct HttpServer {
+    listener: TcpListener,
+    readiness: Arc<Readiness>,
+}
+
+impl HttpServer {
+    pub async fn bind(addr: SocketAddr, readiness: Readiness) -> Result<Self, HttpError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| HttpError::Bind { addr, source })?;
+        Ok(HttpServer {
+            listener,
+            readiness: Arc::new(readiness),
+        })
+    }
+
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let permits = Arc::new(Semaphore::new(CONNECTIONS_MAX));
+        loop {
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            };
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "http accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                tracing::debug!(%peer, "http connection refused: too many open");
+                continue;
+            };
+            let readiness = self.readiness.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let readiness = readiness.clone();
+                    async move { Ok::<_, Infallible>(answer(&request, &readiness).await) }
+                });
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEADER_READ_TIMEOUT)
+                    .serve_connection(TokioIo::new(stream), service);
+                let _ = tokio::time::timeout(CONNECTION_LIFETIME_MAX, connection).await;
+                drop(permit);
+            });
+        }
+    }
+}
+
+async fn answer(request: &Request<Incoming>, readiness: &Readiness) -> Response<Full<Bytes>> {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return plain(StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into());
+    }
+    match request.uri().path() {
+        "/metrics" => match crate::encode() {
+            Ok(text) => with_type(StatusCode::OK, text, OPENMETRICS),
+            Err(_) => plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "encoding failed\n".into(),
+            ),
+        },
+        "/healthz" => plain(StatusCode::OK, "ok\n".into()),
+        "/readyz" => {
+            let report = readiness.run().await;
+            if report.ready() {
+                plain(StatusCode::OK, "ready\n".into())
+            } else {
+                let reasons: String = report
+                    .failures
+                    .iter()
+                    .map(|(name, reason)| format!("{name}: {reason}\n"))
+                    .collect();
+                plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("not ready\n{reasons}"),
+                )
+            }
+        }
+        _ => plain(
+            StatusCode::NOT_FOUND,
+            "not found: /metrics, /healthz, /readyz\n".into(),
+        ),
+    }
+}
+
+fn plain(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    with_type(status, body, "text/plain; charset=utf-8")
+}
+
+fn with_type(status: StatusCode, body: String, content_type: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    if let Ok(value) = hyper::header::HeaderValue::from_str(content_type) {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get(addr: SocketAddr, path: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut text = String::new();
+        stream
+            .read_to_string(&mut text)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        text
+    }
+
+    #[tokio::test]
+    async fn health_readiness_and_metrics_are_served() {
+        let ready = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let flag = ready.clone();
+        let readiness = Readiness::new().check("metastore", move || {
+            let up = flag.load(std::sync::atomic::Ordering::Relaxed);
+            async move {
+                if up {
+                    Ok(())
+                } else {
+                    Err("stopped".to_string())
+                }
+            }
+        });
+        let localhost = SocketAddr::from(([127, 0, 0, 1], 0));
+        let server = HttpServer::bind(localhost, readiness)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let addr = server.local_addr().unwrap_or(localhost);
+        let (stop, stopped) = watch::channel(false);
+        let serving = tokio::spawn(server.run(stopped));
+        assert!(get(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
+        assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
+        ready.store(false, std::sync::atomic::Ordering::Relaxed);
+        let unready = get(addr, "/readyz").await;
+        assert!(unready.starts_with("HTTP/1.1 503"), "{unready}");
+        assert!(unready.contains("metastore: stopped"), "{unready}");
+        let metrics = get(addr, "/metrics").await;
+        assert!(metrics.contains("openmetrics-text"), "{metrics}");
+        assert!(metrics.trim_end().ends_with("# EOF"), "{metrics}");
+        assert!(get(addr, "/nothing").await.starts_with("HTTP/1.1 404"));
+        let _ = stop.send(true);
+        let _ = serving.await;
+    }
+}

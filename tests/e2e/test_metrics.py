@@ -1,0 +1,140 @@
+"""The metrics and health listener (`--http-listen`): Prometheus text after real traffic,
+/healthz, and /readyz following the MetaStore. Ours only: Kafka's metrics are JMX, not an HTTP
+endpoint, so there is nothing of Kafka's to compare with."""
+
+import os
+import re
+import signal
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from cluster import Cluster, tools_available
+from conftest import create_topic, unique_topic
+from targets import BrokerProcess, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(os.environ.get("E2E_TARGET", "ours") == "kafka",
+                                reason="Kafka serves JMX, not a Prometheus endpoint")
+
+
+def get(port: int, path: str):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except urllib.error.URLError as error:  # not listening (yet)
+        return 0, str(error)
+
+
+def sample(text: str, name: str, **labels) -> float:
+    """The value of one series, 0 when absent."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    pattern = re.escape(name) + (r"\{" + re.escape(wanted) + r"\}" if labels else "") + r" (\S+)$"
+    for line in text.splitlines():
+        match = re.match(pattern, line)
+        if match:
+            return float(match.group(1))
+    return 0.0
+
+
+def test_metrics_after_a_produce_and_consume_name_the_topic_and_the_bytes_moved(tmp_path):
+    http_port = free_port()
+    broker = BrokerProcess("ours", tmp_path / "broker", settings={"http.listen": f"127.0.0.1:{http_port}"})
+    broker.start()
+    try:
+        topic = create_topic(broker.bootstrap, unique_topic("metrics"), partitions=2)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+        for i in range(200):
+            producer.produce(topic, key=str(i), value=b"x" * 1000)
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique_topic("g"),
+                             "auto.offset.reset": "earliest"})
+        consumer.subscribe([topic])
+        received = 0
+        deadline = time.monotonic() + 30
+        while received < 200 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                received += 1
+        consumer.close()
+        assert received == 200
+
+        status, text = get(http_port, "/metrics")
+        assert status == 200
+        assert sample(text, "kafka_server_broker_topic_messages_in_total", topic=topic) == 200
+        bytes_in = sample(text, "kafka_server_broker_topic_bytes_in_total", topic=topic)
+        assert bytes_in >= 200 * 1000
+        assert sample(text, "kafka_server_broker_topic_bytes_out_total", topic=topic) >= bytes_in
+        assert sample(text, "kafka_network_requests_total", request="Produce") >= 1
+        assert sample(text, "kafka_network_request_errors_total", request="Produce", error="NONE") >= 2
+        assert sample(text, "kafka_network_request_duration_seconds_count", request="Fetch") >= 1
+        assert sample(text, "diskless_object_store_requests_total", operation="put") >= 1
+        assert sample(text, "diskless_object_store_bytes_total", operation="put") >= bytes_in
+        assert sample(text, "diskless_metastore_operation_duration_seconds_count", operation="put") >= 1
+        assert sample(text, "diskless_produce_pending_bytes_limit") > 0
+        assert "kafka_server_connections " in text
+        assert text.rstrip().endswith("# EOF")
+        documented = (REPO / "docs/metrics.md").read_text()
+        for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M):
+            shown = f"{name}_total" if kind == "counter" else name
+            assert f"`{shown}`" in documented, f"{shown} is served but not in docs/metrics.md"
+        assert get(http_port, "/healthz") == (200, "ok\n")
+        assert get(http_port, "/readyz")[0] == 200
+    finally:
+        broker.stop()
+
+
+def test_an_unknown_topic_request_is_counted_under_its_error_code(tmp_path):
+    http_port = free_port()
+    broker = BrokerProcess("ours", tmp_path / "broker",
+                           settings={"http.listen": f"127.0.0.1:{http_port}", "auto.create.topics": "false"})
+    broker.start()
+    try:
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 3000,
+                             "topic.metadata.refresh.interval.ms": 500})
+        producer.produce("e2e-metrics-missing", value=b"x")
+        producer.flush(10)
+        _, text = get(http_port, "/metrics")
+        assert sample(text, "kafka_network_request_errors_total", request="Metadata",
+                      error="UNKNOWN_TOPIC_OR_PARTITION") >= 1
+    finally:
+        broker.stop()
+
+
+@pytest.mark.skipif(not tools_available(), reason="needs the oxia binary and moto (scripts/install-test-deps.sh)")
+def test_readyz_is_unready_while_the_metastore_is_stopped_and_ready_once_it_is_back(tmp_path):
+    broker_http, compactor_http = free_port(), free_port()
+    cluster = Cluster(tmp_path / "cluster", racks=("zone-a",),
+                      broker_args=("--http-listen", f"127.0.0.1:{broker_http}"),
+                      compactor_args=("--http-listen", f"127.0.0.1:{compactor_http}")).start()
+    try:
+        assert get(broker_http, "/readyz")[0] == 200
+        deadline = time.monotonic() + 20
+        while get(compactor_http, "/readyz")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert get(compactor_http, "/readyz")[0] == 200
+        os.kill(cluster.oxia.pid, signal.SIGSTOP)
+        try:
+            status, body = get(broker_http, "/readyz")
+            assert status == 503, body
+            assert "metastore" in body
+            assert get(compactor_http, "/readyz")[0] == 503
+            assert get(broker_http, "/healthz")[0] == 200
+        finally:
+            os.kill(cluster.oxia.pid, signal.SIGCONT)
+        deadline = time.monotonic() + 30
+        while get(broker_http, "/readyz")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert get(broker_http, "/readyz")[0] == 200
+        _, text = get(compactor_http, "/metrics")
+        assert "diskless_compactor_files_written_total" in text
+        assert "diskless_metastore_operation_duration_seconds" in text
+    finally:
+        cluster.stop()
