@@ -1,25 +1,17 @@
 //! `broker`: a diskless Kafka broker. See `broker --help`.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use broker::config::{Config, ConfigError, Startup};
+use storage::config::LogFormat;
 use storage::settings::{process_env, Mode, DEFAULT_LOG_FILTER};
-use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     // Before any thread allocates.
     storage::allocator::tune();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER)),
-        )
-        .init();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "scram") {
+        telemetry::logging::init(LogFormat::Text, DEFAULT_LOG_FILTER);
         return scram(args);
     }
     let startup = match Startup::load(args, &process_env()) {
@@ -30,6 +22,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Once the settings are known: they choose the format.
+    let format = storage::config::log_format(&startup.resolved);
+    telemetry::logging::init(format, DEFAULT_LOG_FILTER);
     for warning in &startup.resolved.warnings {
         tracing::warn!("{warning}");
     }

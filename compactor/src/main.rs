@@ -1,7 +1,6 @@
 //! `compactor`: WAL -> Parquet, index swap, reclamation. `--once` runs one pass and exits.
 //! Settings and their sources: `compactor --help`, `compactor --print-config`.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -9,19 +8,10 @@ use compactor::cli::Cli;
 use compactor::Compactor;
 use metastore::{open_meta_store, MetaOptions};
 use storage::settings::{Mode, SettingsError, DEFAULT_LOG_FILTER};
-use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     // Before any thread allocates.
     storage::allocator::tune();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER)),
-        )
-        .init();
     let cli = match Cli::parse(std::env::args_os(), &storage::settings::process_env()) {
         Ok(cli) => cli,
         Err(SettingsError::Cli(e)) => e.exit(),
@@ -30,6 +20,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    telemetry::logging::init(
+        storage::config::log_format(&cli.resolved),
+        DEFAULT_LOG_FILTER,
+    );
     for warning in &cli.resolved.warnings {
         tracing::warn!("{warning}");
     }

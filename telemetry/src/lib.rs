@@ -4,6 +4,7 @@
 //! one per JVM); `docs/metrics.md` lists them all.
 
 pub mod http;
+pub mod logging;
 pub mod ready;
 pub mod registry;
 pub mod sampled;

@@ -2,6 +2,7 @@
 /healthz, and /readyz following the MetaStore. Ours only: Kafka's metrics are JMX, not an HTTP
 endpoint, so there is nothing of Kafka's to compare with."""
 
+import json
 import os
 import re
 import signal
@@ -138,3 +139,19 @@ def test_readyz_is_unready_while_the_metastore_is_stopped_and_ready_once_it_is_b
         assert "diskless_metastore_operation_duration_seconds" in text
     finally:
         cluster.stop()
+
+
+def test_json_logs_are_one_object_per_line_with_the_request_span(tmp_path):
+    broker = BrokerProcess("ours", tmp_path / "broker", settings={"log.format": "json", "http.listen": "none"})
+    broker.start()
+    try:
+        topic = create_topic(broker.bootstrap, unique_topic("jsonlog"))
+    finally:
+        broker.stop()
+    lines = (tmp_path / "broker" / "process-1.log").read_text().splitlines()
+    events = [json.loads(line) for line in lines if line.strip()]
+    created = [e for e in events if e["fields"].get("message") == "topic created" and e["fields"].get("topic") == topic]
+    assert created, lines
+    span = created[0]["span"]
+    assert span["name"] == "request" and span["api"] == "CreateTopics"
+    assert "principal" in span and "client_id" in span and "version" in span

@@ -73,9 +73,21 @@ pub async fn handle(
     produce_ticket: Option<Ticket>,
     session: &Session,
 ) -> Result<Option<ResponseKind>, HandlerError> {
+    use tracing::Instrument;
     let api_key = request.api_key;
+    let span = tracing::info_span!(
+        "request",
+        api = ?api_key,
+        version = request.header.request_api_version,
+        correlation_id = request.header.correlation_id,
+        client_id = request.header.client_id.as_deref().unwrap_or_default(),
+        principal = %session.principal,
+        peer = %session.peer,
+    );
     let started = std::time::Instant::now();
-    let served = serve(broker, request, produce_ticket, session).await;
+    let served = serve(broker, request, produce_ticket, session)
+        .instrument(span)
+        .await;
     let response = served.as_ref().ok().and_then(Option::as_ref);
     crate::metrics::record_request(api_key, started.elapsed(), response);
     served

@@ -114,6 +114,12 @@ impl Location {
 }
 
 pub use telemetry::http::HttpListen;
+pub use telemetry::logging::LogFormat;
+
+/// `log_format`; its check lets only `text` and `json` through.
+pub fn log_format(resolved: &Resolved) -> LogFormat {
+    LogFormat::parse(&resolved.get(&s::LOG_FORMAT)).unwrap_or(LogFormat::Text)
+}
 
 /// Where the HTTP listener of metrics and health checks binds (`http_listen`).
 pub fn http_listen(resolved: &Resolved) -> HttpListen {

@@ -9,7 +9,18 @@ use crate::settings::{AnySetting, Setting, Unit};
 pub static LOCATION: &[&dyn AnySetting] = &[&DATA_DIR, &OBJECT_STORE, &METASTORE];
 
 /// The HTTP listener of metrics and health checks, on both binaries.
-pub static OBSERVABILITY: &[&dyn AnySetting] = &[&HTTP_LISTEN];
+pub static OBSERVABILITY: &[&dyn AnySetting] = &[&HTTP_LISTEN, &LOG_FORMAT];
+
+pub static LOG_FORMAT: Setting<String> = Setting::new(
+    "log_format",
+    "text",
+    Unit::None,
+    "`text`, or `json`: one object per line with the event's fields and its spans (`RUST_LOG` filters both)",
+)
+.checked(|value| match telemetry::logging::LogFormat::parse(value) {
+    Some(_) => Ok(()),
+    None => Err(format!("expected `text` or `json`, got {value:?}")),
+});
 
 pub static HTTP_LISTEN: Setting<String> = Setting::new(
     "http_listen",
