@@ -38,6 +38,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::DescribeClientQuotas, 0, 1),
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeUserScramCredentials, 0, 0),

@@ -17,6 +17,7 @@ mod describe_acls;
 mod describe_client_quotas;
 mod describe_cluster;
 mod describe_groups;
+mod describe_log_dirs;
 mod describe_user_scram_credentials;
 mod fetch;
 mod find_coordinator;
@@ -324,6 +325,9 @@ impl Call<'_> {
             }
             RequestKind::DescribeClientQuotas(r) => ResponseKind::DescribeClientQuotas(
                 describe_client_quotas::handle(broker, context, &r),
+            ),
+            RequestKind::DescribeLogDirs(r) => ResponseKind::DescribeLogDirs(
+                describe_log_dirs::handle(broker, context, client_zone(self.header), r).await,
             ),
             other => return Err(other),
         })

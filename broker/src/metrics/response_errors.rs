@@ -110,6 +110,9 @@ fn admin(response: &ResponseKind) -> Option<Vec<i16>> {
         ResponseKind::CreateAcls(r) => r.results.iter().map(|t| t.error_code).collect(),
         ResponseKind::DeleteAcls(r) => r.filter_results.iter().map(|t| t.error_code).collect(),
         ResponseKind::DescribeClientQuotas(r) => vec![r.error_code],
+        ResponseKind::DescribeLogDirs(r) => std::iter::once(r.error_code)
+            .chain(r.results.iter().map(|d| d.error_code))
+            .collect(),
         ResponseKind::AlterUserScramCredentials(r) => {
             r.results.iter().map(|t| t.error_code).collect()
         }
@@ -200,6 +203,7 @@ mod tests {
             ApiKey::CreateAcls => ResponseKind::CreateAcls(Default::default()),
             ApiKey::DeleteAcls => ResponseKind::DeleteAcls(Default::default()),
             ApiKey::DescribeClientQuotas => ResponseKind::DescribeClientQuotas(Default::default()),
+            ApiKey::DescribeLogDirs => ResponseKind::DescribeLogDirs(Default::default()),
             ApiKey::AlterUserScramCredentials => {
                 ResponseKind::AlterUserScramCredentials(Default::default())
             }

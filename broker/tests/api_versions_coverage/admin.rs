@@ -501,3 +501,64 @@ pub async fn delete_records(ctx: &mut Ctx, version: i16) {
     let p = &response.topics[0].partitions[0];
     assert_eq!((p.error_code, p.low_watermark), (0, 4));
 }
+
+pub async fn describe_log_dirs(ctx: &mut Ctx, version: i16) {
+    use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
+    let topic = format!("sized-v{version}");
+    ctx.create_topic(&topic, 2).await;
+    let first = batch_now(&["a", "b"]);
+    let second = batch_now(&["c"]);
+    let written = (first.len() + second.len()) as i64;
+    append(ctx, &topic, 0, first).await;
+    append(ctx, &topic, 0, second).await;
+    let all = expect_kind!(
+        ctx.call(
+            ApiKey::DescribeLogDirs,
+            version,
+            DescribeLogDirsRequest::default().with_topics(None)
+        )
+        .await,
+        DescribeLogDirs
+    );
+    assert_eq!((all.error_code, all.results.len()), (0, 1));
+    let dir = &all.results[0];
+    assert!(dir.log_dir.starts_with("file://"), "{:?}", dir.log_dir);
+    if version >= 4 {
+        assert_eq!((dir.total_bytes, dir.usable_bytes), (-1, -1));
+    }
+    let sizes: Vec<(i32, i64)> = dir
+        .topics
+        .iter()
+        .find(|t| t.name.0.as_str() == topic)
+        .map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (p.partition_index, p.partition_size))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(sizes, vec![(0, written), (1, 0)], "{dir:?}");
+    let asked = DescribeLogDirsRequest::default().with_topics(Some(vec![
+        DescribableLogDirTopic::default()
+            .with_topic(name(&topic))
+            .with_partitions(vec![1, 7]),
+        DescribableLogDirTopic::default()
+            .with_topic(name("no-such-topic"))
+            .with_partitions(vec![0]),
+    ]));
+    let some = expect_kind!(
+        ctx.call(ApiKey::DescribeLogDirs, version, asked).await,
+        DescribeLogDirs
+    );
+    let topics: Vec<(&str, Vec<i32>)> = some.results[0]
+        .topics
+        .iter()
+        .map(|t| {
+            (
+                t.name.0.as_str(),
+                t.partitions.iter().map(|p| p.partition_index).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(topics, vec![(topic.as_str(), vec![1])]);
+}

@@ -91,6 +91,7 @@ coverage_tests! {
     describe_acls_lists_what_a_filter_selects_at_every_version => DescribeAcls,
     create_acls_stores_bindings_at_every_version => CreateAcls,
     delete_acls_removes_what_a_filter_selects_at_every_version => DeleteAcls,
+    describe_log_dirs_sizes_partitions_at_every_version => DescribeLogDirs,
     describe_client_quotas_finds_none_at_every_version => DescribeClientQuotas,
     alter_user_scram_credentials_upserts_and_deletes_at_every_version => AlterUserScramCredentials,
     describe_user_scram_credentials_lists_mechanisms_at_every_version => DescribeUserScramCredentials,
@@ -189,6 +190,7 @@ async fn scenario(ctx: &mut Ctx, api: ApiKey, version: i16) {
         ApiKey::CreateAcls => acls::create_acls(ctx, version).await,
         ApiKey::DescribeAcls => acls::describe_acls(ctx, version).await,
         ApiKey::DeleteAcls => acls::delete_acls(ctx, version).await,
+        ApiKey::DescribeLogDirs => admin::describe_log_dirs(ctx, version).await,
         ApiKey::DescribeClientQuotas => scram::describe_client_quotas(ctx, version).await,
         ApiKey::AlterUserScramCredentials => {
             scram::alter_user_scram_credentials(ctx, version).await

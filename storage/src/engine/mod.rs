@@ -11,6 +11,7 @@
 mod bounds;
 mod compacted;
 mod read;
+mod size;
 mod state;
 mod streams;
 mod timestamps;

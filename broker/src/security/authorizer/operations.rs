@@ -116,6 +116,8 @@ rules! {
     CREATE_ACLS: CreateAcls, Alter, Cluster, CLUSTER_FAILED, "every creation refused";
     DESCRIBE_ACLS: DescribeAcls, Describe, Cluster, CLUSTER_FAILED, "the request refused";
     DELETE_ACLS: DeleteAcls, Alter, Cluster, CLUSTER_FAILED, "every filter refused";
+    DESCRIBE_LOG_DIRS: DescribeLogDirs, Describe, Cluster, CLUSTER_FAILED,
+        "the request refused (v3+: the top-level error; no directories)";
     DESCRIBE_CLIENT_QUOTAS: DescribeClientQuotas, DescribeConfigs, Cluster, CLUSTER_FAILED,
         "the request refused";
     ALTER_USER_SCRAM_CREDENTIALS: AlterUserScramCredentials, Alter, Cluster, CLUSTER_FAILED,

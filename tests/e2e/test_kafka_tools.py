@@ -1,0 +1,140 @@
+"""Kafka's own command-line tools (the classes behind `kafka-topics.sh`, `kafka-consumer-groups.sh`,
+`kafka-configs.sh`, `kafka-get-offsets.sh`, `kafka-delete-records.sh`, `kafka-log-dirs.sh`,
+`kafka-broker-api-versions.sh`, `kafka-cluster.sh`), run from the Maven Central jars against
+the broker; every assertion holds against the reference Kafka as well (E2E_TARGET=kafka)."""
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer
+
+from conftest import unique_topic
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tool(bootstrap: str, main: str, *args: str) -> str:
+    cmd = ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{REPO}/tests/.work/kafka/libs/*", main,
+           "--bootstrap-server", bootstrap, *args]
+    if main == "org.apache.kafka.tools.ClusterTool":
+        cmd = cmd[:5] + [args[0], "--bootstrap-server", bootstrap, *args[1:]]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    out = "\n".join(line for line in (p.stdout + p.stderr).splitlines() if not line.startswith("SLF4J"))
+    assert p.returncode == 0, f"{main} {args}: exit {p.returncode}\n{out}"
+    return out
+
+
+TOPICS = "org.apache.kafka.tools.TopicCommand"
+GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+CONFIGS = "kafka.admin.ConfigCommand"
+
+
+def produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(count):
+        producer.produce(topic, value=f"v{i}".encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, count: int) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    seen, deadline = 0, time.monotonic() + 30
+    while seen < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    assert seen == count
+
+
+def test_topics_are_created_described_altered_and_deleted_with_kafka_topics(broker):
+    b, topic = broker.bootstrap, unique_topic("tools-topics")
+    assert f"Created topic {topic}." in tool(b, TOPICS, "--create", "--topic", topic, "--partitions", "3",
+                                             "--replication-factor", "1")
+    described = tool(b, TOPICS, "--describe", "--topic", topic)
+    assert re.search(rf"Topic: {topic}\tTopicId: \S+\tPartitionCount: 3\tReplicationFactor: 1", described), described
+    assert len(re.findall(rf"\tTopic: {topic}\tPartition: \d\tLeader: \d+\tReplicas: \d+\tIsr: \d+", described)) == 3
+    tool(b, TOPICS, "--alter", "--topic", topic, "--partitions", "5")
+    assert "PartitionCount: 5" in tool(b, TOPICS, "--describe", "--topic", topic)
+    assert topic in tool(b, TOPICS, "--list").splitlines()
+    tool(b, TOPICS, "--delete", "--topic", topic)
+    deadline = time.monotonic() + 20
+    while topic in tool(b, TOPICS, "--list").splitlines() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert topic not in tool(b, TOPICS, "--list").splitlines()
+
+
+def test_consumer_groups_are_listed_described_with_lag_reset_and_deleted(broker):
+    b, topic, group = broker.bootstrap, unique_topic("tools-groups"), unique_topic("g")
+    tool(b, TOPICS, "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1")
+    produce(b, topic, 10)
+    consume_and_commit(b, topic, group, 10)
+    produce(b, topic, 5)
+    assert group in tool(b, GROUPS, "--list").splitlines()
+    described = tool(b, GROUPS, "--describe", "--group", group)
+    assert re.search(rf"{group}\s+{topic}\s+0\s+10\s+15\s+5\s", described), described
+    earliest = tool(b, GROUPS, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+    assert re.search(rf"{group}\s+{topic}\s+0\s+0\s*$", earliest, re.M), earliest
+    latest = tool(b, GROUPS, "--reset-offsets", "--group", group, "--topic", topic, "--to-latest", "--execute")
+    assert re.search(rf"{group}\s+{topic}\s+0\s+15\s*$", latest, re.M), latest
+    dated = tool(b, GROUPS, "--reset-offsets", "--group", group, "--topic", topic,
+                 "--to-datetime", "2020-01-01T00:00:00.000", "--execute")
+    assert re.search(rf"{group}\s+{topic}\s+0\s+0\s*$", dated, re.M), dated
+    assert f"Deletion of requested consumer groups ('{group}') was successful." in tool(b, GROUPS, "--delete", "--group", group)
+
+
+def test_topic_and_broker_configs_are_described_and_altered_with_kafka_configs(broker):
+    b, topic = broker.bootstrap, unique_topic("tools-configs")
+    tool(b, TOPICS, "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1")
+    altered = tool(b, CONFIGS, "--entity-type", "topics", "--entity-name", topic, "--alter",
+                   "--add-config", "retention.ms=3600000,cleanup.policy=delete")
+    assert f"Completed updating config for topic {topic}." in altered
+    described = tool(b, CONFIGS, "--entity-type", "topics", "--entity-name", topic, "--describe")
+    assert f"Dynamic configs for topic {topic} are:" in described
+    assert "retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000" in described
+    everything = tool(b, CONFIGS, "--entity-type", "topics", "--entity-name", topic, "--describe", "--all")
+    assert re.search(r"segment.bytes=\d+ sensitive=false synonyms=\{DEFAULT_CONFIG:log.segment.bytes=", everything)
+    tool(b, CONFIGS, "--entity-type", "topics", "--entity-name", topic, "--alter", "--delete-config", "retention.ms")
+    assert "retention.ms=3600000" not in tool(b, CONFIGS, "--entity-type", "topics", "--entity-name", topic, "--describe")
+    assert "Dynamic configs for broker 1 are:" in tool(b, CONFIGS, "--entity-type", "brokers", "--entity-name", "1",
+                                                       "--describe")
+    tool(b, CONFIGS, "--entity-type", "users", "--describe")
+
+
+def test_offsets_are_read_and_records_deleted_with_get_offsets_and_delete_records(broker, tmp_path):
+    b, topic = broker.bootstrap, unique_topic("tools-offsets")
+    tool(b, TOPICS, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1")
+    produce(b, topic, 20, partition=0)
+    latest = tool(b, "org.apache.kafka.tools.GetOffsetShell", "--topic", topic, "--time", "-1")
+    assert sorted(line for line in latest.splitlines() if line.startswith(topic)) == [f"{topic}:0:20", f"{topic}:1:0"]
+    plan = tmp_path / "delete.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": topic, "partition": 0, "offset": 5}], "version": 1}))
+    deleted = tool(b, "org.apache.kafka.tools.DeleteRecordsCommand", "--offset-json-file", str(plan))
+    assert f"partition: {topic}-0\tlow_watermark: 5" in deleted, deleted
+    earliest = tool(b, "org.apache.kafka.tools.GetOffsetShell", "--topic", topic, "--time", "-2")
+    assert f"{topic}:0:5" in earliest.splitlines()
+
+
+def test_log_dirs_api_versions_and_cluster_id_are_reported(broker):
+    b, topic = broker.bootstrap, unique_topic("tools-logdirs")
+    tool(b, TOPICS, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1")
+    produce(b, topic, 50, partition=0)
+    out = tool(b, "org.apache.kafka.tools.LogDirsCommand", "--describe", "--topic-list", topic)
+    assert "Querying brokers for log directories information" in out
+    report = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    partitions = {p["partition"]: p for broker_dirs in report["brokers"] for d in broker_dirs["logDirs"]
+                  for p in d["partitions"]}
+    assert set(partitions) == {f"{topic}-0", f"{topic}-1"}
+    assert partitions[f"{topic}-0"]["size"] > 50 * 2
+    assert partitions[f"{topic}-1"]["size"] == 0
+    assert all(p["offsetLag"] == 0 and p["isFuture"] is False for p in partitions.values())
+    versions = tool(b, "org.apache.kafka.tools.BrokerApiVersionsCommand")
+    assert re.search(r"\(id: 1 rack: .*\) -> \(", versions), versions
+    assert re.search(r"Produce\(0\): \d+ to \d+ \[usable: \d+\]", versions)
+    assert re.search(r"Cluster ID: \S+", tool(b, "org.apache.kafka.tools.ClusterTool", "cluster-id"))
