@@ -138,3 +138,22 @@ def test_log_dirs_api_versions_and_cluster_id_are_reported(broker):
     assert re.search(r"\(id: 1 rack: .*\) -> \(", versions), versions
     assert re.search(r"Produce\(0\): \d+ to \d+ \[usable: \d+\]", versions)
     assert re.search(r"Cluster ID: \S+", tool(b, "org.apache.kafka.tools.ClusterTool", "cluster-id"))
+
+
+def test_leader_election_and_reassignment_find_nothing_to_do(broker, tmp_path):
+    b, topic = broker.bootstrap, unique_topic("tools-elect")
+    tool(b, TOPICS, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1")
+    elected = tool(b, "org.apache.kafka.tools.LeaderElectionCommand", "--election-type", "preferred",
+                   "--topic", topic, "--partition", "0")
+    assert f"Valid replica already elected for partitions {topic}-0" in elected, elected
+    tool(b, "org.apache.kafka.tools.LeaderElectionCommand", "--election-type", "preferred", "--all-topic-partitions")
+    reassign = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+    assert "No partition reassignments found." in tool(b, reassign, "--list")
+    described = tool(b, TOPICS, "--describe", "--topic", topic)
+    leader = re.search(rf"\tTopic: {topic}\tPartition: 0\tLeader: (\d+)", described).group(1)
+    plan = tmp_path / "reassign.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0,
+                                                              "replicas": [int(leader)]}]}))
+    done = tool(b, reassign, "--reassignment-json-file", str(plan), "--execute")
+    assert f"Successfully started partition reassignment for {topic}-0" in done, done
+    assert "No partition reassignments found." in tool(b, reassign, "--list")

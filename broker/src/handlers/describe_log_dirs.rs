@@ -24,14 +24,20 @@ pub async fn handle(
     broker: &Broker,
     context: &RequestContext,
     zone: Option<&str>,
+    version: i16,
     request: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
     if !broker
         .authorizer
         .allows(context, &operations::DESCRIBE_LOG_DIRS, CLUSTER_NAME)
     {
-        return DescribeLogDirsResponse::default()
-            .with_error_code(ResponseError::ClusterAuthorizationFailed.code());
+        // The top-level error exists from v3; before it a refusal lists no directory.
+        let refused = if version >= 3 {
+            ResponseError::ClusterAuthorizationFailed.code()
+        } else {
+            0
+        };
+        return DescribeLogDirsResponse::default().with_error_code(refused);
     }
     let partitions = hosted(broker, zone, &request);
     let sized: Vec<(String, i32, i64)> = stream::iter(partitions)

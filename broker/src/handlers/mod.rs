@@ -19,6 +19,7 @@ mod describe_cluster;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_user_scram_credentials;
+mod elect_leaders;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -31,6 +32,8 @@ mod metadata;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
+mod offset_for_leader_epoch;
+mod partition_reassignments;
 mod produce;
 mod produce_access;
 mod produce_policy;
@@ -326,8 +329,32 @@ impl Call<'_> {
             RequestKind::DescribeClientQuotas(r) => ResponseKind::DescribeClientQuotas(
                 describe_client_quotas::handle(broker, context, &r),
             ),
+            RequestKind::OffsetForLeaderEpoch(r) => ResponseKind::OffsetForLeaderEpoch(
+                offset_for_leader_epoch::handle(broker, context, r).await,
+            ),
+            RequestKind::ElectLeaders(r) => {
+                ResponseKind::ElectLeaders(elect_leaders::handle(broker, context, self.version, r))
+            }
+            RequestKind::ListPartitionReassignments(r) => ResponseKind::ListPartitionReassignments(
+                partition_reassignments::list(broker, context, r),
+            ),
+            RequestKind::AlterPartitionReassignments(r) => {
+                ResponseKind::AlterPartitionReassignments(partition_reassignments::alter(
+                    broker,
+                    context,
+                    client_zone(self.header),
+                    r,
+                ))
+            }
             RequestKind::DescribeLogDirs(r) => ResponseKind::DescribeLogDirs(
-                describe_log_dirs::handle(broker, context, client_zone(self.header), r).await,
+                describe_log_dirs::handle(
+                    broker,
+                    context,
+                    client_zone(self.header),
+                    self.version,
+                    r,
+                )
+                .await,
             ),
             other => return Err(other),
         })

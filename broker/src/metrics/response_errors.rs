@@ -110,6 +110,26 @@ fn admin(response: &ResponseKind) -> Option<Vec<i16>> {
         ResponseKind::CreateAcls(r) => r.results.iter().map(|t| t.error_code).collect(),
         ResponseKind::DeleteAcls(r) => r.filter_results.iter().map(|t| t.error_code).collect(),
         ResponseKind::DescribeClientQuotas(r) => vec![r.error_code],
+        ResponseKind::OffsetForLeaderEpoch(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect(),
+        ResponseKind::ElectLeaders(r) => std::iter::once(r.error_code)
+            .chain(
+                r.replica_election_results
+                    .iter()
+                    .flat_map(|t| t.partition_result.iter().map(|p| p.error_code)),
+            )
+            .collect(),
+        ResponseKind::ListPartitionReassignments(r) => vec![r.error_code],
+        ResponseKind::AlterPartitionReassignments(r) => std::iter::once(r.error_code)
+            .chain(
+                r.responses
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+            )
+            .collect(),
         ResponseKind::DescribeLogDirs(r) => std::iter::once(r.error_code)
             .chain(r.results.iter().map(|d| d.error_code))
             .collect(),
@@ -204,6 +224,14 @@ mod tests {
             ApiKey::DeleteAcls => ResponseKind::DeleteAcls(Default::default()),
             ApiKey::DescribeClientQuotas => ResponseKind::DescribeClientQuotas(Default::default()),
             ApiKey::DescribeLogDirs => ResponseKind::DescribeLogDirs(Default::default()),
+            ApiKey::OffsetForLeaderEpoch => ResponseKind::OffsetForLeaderEpoch(Default::default()),
+            ApiKey::ElectLeaders => ResponseKind::ElectLeaders(Default::default()),
+            ApiKey::ListPartitionReassignments => {
+                ResponseKind::ListPartitionReassignments(Default::default())
+            }
+            ApiKey::AlterPartitionReassignments => {
+                ResponseKind::AlterPartitionReassignments(Default::default())
+            }
             ApiKey::AlterUserScramCredentials => {
                 ResponseKind::AlterUserScramCredentials(Default::default())
             }

@@ -562,3 +562,160 @@ pub async fn describe_log_dirs(ctx: &mut Ctx, version: i16) {
         .collect();
     assert_eq!(topics, vec![(topic.as_str(), vec![1])]);
 }
+
+pub async fn offset_for_leader_epoch(ctx: &mut Ctx, version: i16) {
+    use kafka_protocol::messages::offset_for_leader_epoch_request::{
+        OffsetForLeaderPartition, OffsetForLeaderTopic,
+    };
+    let topic = format!("epochs-v{version}");
+    ctx.create_topic(&topic, 1).await;
+    append(ctx, &topic, 0, batch_now(&["a", "b", "c"])).await;
+    let ask = |topic: &str, current: i32, epoch: i32| {
+        OffsetForLeaderEpochRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_topics(vec![OffsetForLeaderTopic::default()
+                .with_topic(name(topic))
+                .with_partitions(vec![OffsetForLeaderPartition::default()
+                    .with_partition(0)
+                    .with_current_leader_epoch(current)
+                    .with_leader_epoch(epoch)])])
+    };
+    let cases = [
+        (topic.as_str(), 0, 0, (0, 0, 3)),
+        (topic.as_str(), -1, 0, (0, 0, 3)),
+        (topic.as_str(), 0, 5, (0, -1, -1)),
+        (
+            topic.as_str(),
+            3,
+            0,
+            (ResponseError::UnknownLeaderEpoch.code(), -1, -1),
+        ),
+        (
+            "no-such-topic",
+            0,
+            0,
+            (ResponseError::UnknownTopicOrPartition.code(), -1, -1),
+        ),
+    ];
+    for (asked, current, epoch, expected) in cases {
+        let request = if version >= 3 {
+            ask(asked, current, epoch)
+        } else {
+            ask(asked, current, epoch).with_replica_id(BrokerId(0))
+        };
+        let response = expect_kind!(
+            ctx.call(ApiKey::OffsetForLeaderEpoch, version, request)
+                .await,
+            OffsetForLeaderEpoch
+        );
+        let p = &response.topics[0].partitions[0];
+        assert_eq!(
+            (p.error_code, p.leader_epoch, p.end_offset),
+            expected,
+            "{asked} {current} {epoch}"
+        );
+    }
+}
+
+pub async fn elect_leaders(ctx: &mut Ctx, version: i16) {
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    let topic = format!("elected-v{version}");
+    ctx.create_topic(&topic, 2).await;
+    let request = ElectLeadersRequest::default()
+        .with_election_type(0)
+        .with_timeout_ms(5000)
+        .with_topic_partitions(Some(vec![TopicPartitions::default()
+            .with_topic(name(&topic))
+            .with_partitions(vec![0, 1, 9])]));
+    let response = expect_kind!(
+        ctx.call(ApiKey::ElectLeaders, version, request).await,
+        ElectLeaders
+    );
+    let codes: Vec<(i32, i16)> = response.replica_election_results[0]
+        .partition_result
+        .iter()
+        .map(|p| (p.partition_id, p.error_code))
+        .collect();
+    let not_needed = ResponseError::ElectionNotNeeded.code();
+    let unknown = ResponseError::UnknownTopicOrPartition.code();
+    assert_eq!(codes, vec![(0, not_needed), (1, not_needed), (9, unknown)]);
+    let all = ElectLeadersRequest::default()
+        .with_topic_partitions(None)
+        .with_timeout_ms(5000);
+    let response = expect_kind!(
+        ctx.call(ApiKey::ElectLeaders, version, all).await,
+        ElectLeaders
+    );
+    assert_eq!(
+        (response.error_code, response.replica_election_results.len()),
+        (0, 0)
+    );
+}
+
+pub async fn list_partition_reassignments(ctx: &mut Ctx, version: i16) {
+    let request = ListPartitionReassignmentsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(None);
+    let response = expect_kind!(
+        ctx.call(ApiKey::ListPartitionReassignments, version, request)
+            .await,
+        ListPartitionReassignments
+    );
+    assert_eq!((response.error_code, response.topics.len()), (0, 0));
+}
+
+pub async fn alter_partition_reassignments(ctx: &mut Ctx, version: i16) {
+    use kafka_protocol::messages::alter_partition_reassignments_request::{
+        ReassignablePartition, ReassignableTopic,
+    };
+    let topic = format!("reassigned-v{version}");
+    ctx.create_topic(&topic, 1).await;
+    let metadata = expect_kind!(
+        ctx.call(ApiKey::Metadata, 12, metadata_request(12, &[&topic]))
+            .await,
+        Metadata
+    );
+    let leader = metadata.topics[0].partitions[0].leader_id;
+    let target = |replicas: Option<Vec<BrokerId>>| {
+        ReassignablePartition::default()
+            .with_partition_index(0)
+            .with_replicas(replicas)
+    };
+    let request = AlterPartitionReassignmentsRequest::default()
+        .with_timeout_ms(5000)
+        .with_topics(vec![ReassignableTopic::default()
+            .with_name(name(&topic))
+            .with_partitions(vec![target(Some(vec![leader]))])]);
+    let codes = |response: &AlterPartitionReassignmentsResponse| -> Vec<i16> {
+        response.responses[0]
+            .partitions
+            .iter()
+            .map(|p| p.error_code)
+            .collect()
+    };
+    let same = expect_kind!(
+        ctx.call(ApiKey::AlterPartitionReassignments, version, request)
+            .await,
+        AlterPartitionReassignments
+    );
+    assert_eq!((same.error_code, codes(&same)), (0, vec![0]));
+    for (replicas, expected) in [
+        (None, ResponseError::NoReassignmentInProgress.code()),
+        (
+            Some(vec![leader, BrokerId(leader.0 + 1)]),
+            ResponseError::InvalidReplicaAssignment.code(),
+        ),
+    ] {
+        let request = AlterPartitionReassignmentsRequest::default()
+            .with_timeout_ms(5000)
+            .with_topics(vec![ReassignableTopic::default()
+                .with_name(name(&topic))
+                .with_partitions(vec![target(replicas)])]);
+        let response = expect_kind!(
+            ctx.call(ApiKey::AlterPartitionReassignments, version, request)
+                .await,
+            AlterPartitionReassignments
+        );
+        assert_eq!(codes(&response), vec![expected]);
+    }
+}

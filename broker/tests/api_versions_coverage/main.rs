@@ -92,6 +92,10 @@ coverage_tests! {
     create_acls_stores_bindings_at_every_version => CreateAcls,
     delete_acls_removes_what_a_filter_selects_at_every_version => DeleteAcls,
     describe_log_dirs_sizes_partitions_at_every_version => DescribeLogDirs,
+    offset_for_leader_epoch_ends_epoch_zero_at_the_log_end_at_every_version => OffsetForLeaderEpoch,
+    elect_leaders_finds_no_election_needed_at_every_version => ElectLeaders,
+    list_partition_reassignments_lists_none_at_every_version => ListPartitionReassignments,
+    alter_partition_reassignments_keeps_the_one_replica_at_every_version => AlterPartitionReassignments,
     describe_client_quotas_finds_none_at_every_version => DescribeClientQuotas,
     alter_user_scram_credentials_upserts_and_deletes_at_every_version => AlterUserScramCredentials,
     describe_user_scram_credentials_lists_mechanisms_at_every_version => DescribeUserScramCredentials,
@@ -191,6 +195,14 @@ async fn scenario(ctx: &mut Ctx, api: ApiKey, version: i16) {
         ApiKey::DescribeAcls => acls::describe_acls(ctx, version).await,
         ApiKey::DeleteAcls => acls::delete_acls(ctx, version).await,
         ApiKey::DescribeLogDirs => admin::describe_log_dirs(ctx, version).await,
+        ApiKey::OffsetForLeaderEpoch => admin::offset_for_leader_epoch(ctx, version).await,
+        ApiKey::ElectLeaders => admin::elect_leaders(ctx, version).await,
+        ApiKey::ListPartitionReassignments => {
+            admin::list_partition_reassignments(ctx, version).await
+        }
+        ApiKey::AlterPartitionReassignments => {
+            admin::alter_partition_reassignments(ctx, version).await
+        }
         ApiKey::DescribeClientQuotas => scram::describe_client_quotas(ctx, version).await,
         ApiKey::AlterUserScramCredentials => {
             scram::alter_user_scram_credentials(ctx, version).await

@@ -116,6 +116,15 @@ rules! {
     CREATE_ACLS: CreateAcls, Alter, Cluster, CLUSTER_FAILED, "every creation refused";
     DESCRIBE_ACLS: DescribeAcls, Describe, Cluster, CLUSTER_FAILED, "the request refused";
     DELETE_ACLS: DeleteAcls, Alter, Cluster, CLUSTER_FAILED, "every filter refused";
+    OFFSET_FOR_LEADER_EPOCH_CLUSTER: OffsetForLeaderEpoch, ClusterAction, Cluster, None,
+        "allows every topic";
+    OFFSET_FOR_LEADER_EPOCH: OffsetForLeaderEpoch, Describe, Topic, TOPIC_FAILED,
+        "else each topic";
+    ELECT_LEADERS: ElectLeaders, Alter, Cluster, CLUSTER_FAILED, "every partition refused";
+    LIST_PARTITION_REASSIGNMENTS: ListPartitionReassignments, Describe, Cluster, CLUSTER_FAILED,
+        "the request refused";
+    ALTER_PARTITION_REASSIGNMENTS: AlterPartitionReassignments, Alter, Cluster, CLUSTER_FAILED,
+        "every partition refused";
     DESCRIBE_LOG_DIRS: DescribeLogDirs, Describe, Cluster, CLUSTER_FAILED,
         "the request refused (v3+: the top-level error; no directories)";
     DESCRIBE_CLIENT_QUOTAS: DescribeClientQuotas, DescribeConfigs, Cluster, CLUSTER_FAILED,
