@@ -41,6 +41,8 @@ pub enum StartError {
     Scram(#[from] crate::security::scram::ScramStoreError),
     #[error(transparent)]
     Sasl(#[from] crate::security::sasl::SaslSetupError),
+    #[error("cannot load client quotas: {0}")]
+    Quotas(#[from] crate::quotas::QuotaStoreError),
     #[error("cannot load consumer groups: {0}")]
     Groups(#[from] crate::groups::store::StoreError),
     #[error("listener {listener}: cannot listen on {addr}: {source}")]
@@ -111,6 +113,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     .await?;
     // Loaded before the listener opens, so that no login is decided on a partial set.
     let scram = crate::security::scram::ScramCredentials::open(coordination_meta.clone()).await?;
+    // Loaded before the listener opens, as credentials are: no request escapes a quota set.
+    let quotas = crate::quotas::QuotaStore::open(coordination_meta.clone()).await?;
+    let quota_window = config.quota_window;
     let sasl = crate::security::sasl::SaslAuthenticator::open(
         config.sasl.clone(),
         scram.clone(),
@@ -172,6 +177,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         authorizer,
         scram,
         sasl,
+        quotas: crate::quotas::Quotas::new(quotas, quota_window),
     });
     let compaction = compactor_config.map(|compactor_config| {
         let compactor = compactor::Compactor::new(

@@ -45,4 +45,6 @@ pub struct Broker {
     pub scram: Arc<crate::security::scram::ScramCredentials>,
     /// Shared by the SASL state of every connection on a SASL listener.
     pub sasl: Arc<crate::security::sasl::SaslAuthenticator>,
+    /// Client quotas (AlterClientQuotas) and their enforcement.
+    pub quotas: crate::quotas::Quotas,
 }

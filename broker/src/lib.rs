@@ -14,6 +14,7 @@ pub mod health;
 pub mod listener;
 pub mod metrics;
 pub mod producers;
+pub mod quotas;
 pub mod security;
 pub mod sequencer;
 pub mod server;

@@ -44,6 +44,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
 ];

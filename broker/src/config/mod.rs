@@ -24,6 +24,8 @@ use crate::tls::TlsConfig;
 pub struct Config {
     /// The metrics and health listener.
     pub http_listen: storage::config::HttpListen,
+    /// How client byte rates are measured for quotas.
+    pub quota_window: crate::quotas::rate::QuotaWindow,
     /// `--listeners`, or the one PLAINTEXT listener of `--listen`; never empty.
     pub listeners: Vec<ListenerConfig>,
     /// The TLS setup, when a listener uses TLS.
@@ -147,6 +149,12 @@ impl Config {
             authorizer: authorizer_config(r)?,
             sasl: sasl::sasl_config(r)?,
             http_listen: storage::config::http_listen(r),
+            quota_window: crate::quotas::rate::QuotaWindow {
+                size: std::time::Duration::from_secs(
+                    r.get(&crate::quotas::settings::QUOTA_WINDOW_SIZE_SECONDS),
+                ),
+                count: r.get(&crate::quotas::settings::QUOTA_WINDOW_NUM),
+            },
             storage,
             compactor,
         })

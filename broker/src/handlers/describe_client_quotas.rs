@@ -1,10 +1,13 @@
-//! DescribeClientQuotas v0-1: this broker enforces no client quotas and none can be set (no
-//! AlterClientQuotas), so every valid filter matches nothing. The filter is validated as
-//! Kafka's `ClientQuotasImage.describe` does. `kafka-configs --describe --entity-type users`
-//! asks this before it describes SCRAM credentials.
+//! DescribeClientQuotas v0-1: the stored quotas of every entity the filter matches, as
+//! Kafka's `ClientQuotasImage.describe` matches them (each component's type must be in the
+//! entity and its name match exactly, be the default, or be any given name; `strict` also
+//! refuses entities with more types than the filter). The filter is validated first, as
+//! Kafka does. `kafka-configs --describe --entity-type users` asks this before it describes
+//! SCRAM credentials.
 
 use std::collections::HashSet;
 
+use kafka_protocol::messages::describe_client_quotas_response::{EntityData, EntryData, ValueData};
 use kafka_protocol::messages::{DescribeClientQuotasRequest, DescribeClientQuotasResponse};
 use kafka_protocol::ResponseError;
 
@@ -36,7 +39,9 @@ pub fn handle(
         ))
     };
     match checked {
-        Ok(()) => DescribeClientQuotasResponse::default().with_entries(Some(Vec::new())),
+        Ok(()) => {
+            DescribeClientQuotasResponse::default().with_entries(Some(matching(broker, request)))
+        }
         Err((error, message)) => DescribeClientQuotasResponse::default()
             .with_error_code(error.code())
             .with_error_message(Some(str_bytes(&message)))
@@ -97,4 +102,54 @@ fn validate(request: &DescribeClientQuotasRequest) -> Result<(), (ResponseError,
         ));
     }
     Ok(())
+}
+
+fn matching(broker: &Broker, request: &DescribeClientQuotasRequest) -> Vec<EntryData> {
+    use crate::quotas::entity::Name;
+    let matches = |entity: &crate::quotas::entity::Entity| {
+        let components = entity.components();
+        if request.strict && components.len() != request.components.len() {
+            return false;
+        }
+        request.components.iter().all(|filter| {
+            let Some((_, name)) = components.iter().find(|(t, _)| *t == &*filter.entity_type)
+            else {
+                return false;
+            };
+            match (filter.match_type, name) {
+                (MATCH_EXACT, Name::Named(n)) => filter._match.as_deref() == Some(n.as_str()),
+                (MATCH_DEFAULT, Name::Default) | (MATCH_SPECIFIED, Name::Named(_)) => true,
+                _ => false,
+            }
+        })
+    };
+    broker
+        .quotas
+        .store
+        .all()
+        .into_iter()
+        .filter(|(entity, _)| matches(entity))
+        .map(|(entity, values)| {
+            let components = entity
+                .components()
+                .into_iter()
+                .map(|(t, name)| {
+                    EntityData::default()
+                        .with_entity_type(str_bytes(t))
+                        .with_entity_name(name.as_wire().map(str_bytes))
+                })
+                .collect();
+            let values = values
+                .into_iter()
+                .map(|(key, value)| {
+                    ValueData::default()
+                        .with_key(str_bytes(&key))
+                        .with_value(value)
+                })
+                .collect();
+            EntryData::default()
+                .with_entity(components)
+                .with_values(values)
+        })
+        .collect()
 }

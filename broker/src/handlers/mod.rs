@@ -1,6 +1,7 @@
 //! Dispatch by API key, one file per API. Handlers answer errors in-band with Kafka error
 //! codes; a [`HandlerError`] closes the connection, as Kafka does for requests it cannot serve.
 
+mod alter_client_quotas;
 mod alter_user_scram_credentials;
 mod api_versions;
 mod configs;
@@ -51,6 +52,7 @@ use kafka_protocol::ResponseError;
 use protocol::codec::Request;
 
 use crate::context::Broker;
+use crate::quotas::{throttle_ms, QuotaKind};
 use crate::security::Session;
 use crate::sequencer::{Sequencer, Ticket};
 pub use request_context::RequestContext;
@@ -88,13 +90,67 @@ pub async fn handle(
         principal = %session.principal,
         peer = %session.peer,
     );
+    // A connection muted by a quota is served once its throttle time is over; a Produce is
+    // counted as it passes, so that one pipelined behind it waits out its throttle.
+    let client_id = request
+        .header
+        .client_id
+        .as_deref()
+        .unwrap_or_default()
+        .to_string();
+    let user = session.principal.name.as_str();
+    let produce_throttle = match produce_bytes(&request.body) {
+        Some(bytes) => Some(
+            broker
+                .quotas
+                .admit(QuotaKind::Produce, user, &client_id, bytes, session.peer)
+                .await,
+        ),
+        None => {
+            broker.quotas.wait_unmuted(session.peer).await;
+            None
+        }
+    };
     let started = std::time::Instant::now();
-    let served = serve(broker, request, produce_ticket, session)
+    let mut served = serve(broker, request, produce_ticket, session)
         .instrument(span)
         .await;
+    match (&mut served, produce_throttle) {
+        (Ok(Some(ResponseKind::Produce(r))), Some(throttle)) => {
+            r.throttle_time_ms = throttle_ms(throttle);
+        }
+        (Ok(Some(ResponseKind::Fetch(r))), _) => {
+            let bytes = r
+                .responses
+                .iter()
+                .flat_map(|t| t.partitions.iter())
+                .filter_map(|p| p.records.as_ref().map(|b| b.len() as u64))
+                .sum();
+            let throttle =
+                broker
+                    .quotas
+                    .record(QuotaKind::Fetch, user, &client_id, bytes, session.peer);
+            r.throttle_time_ms = throttle_ms(throttle);
+        }
+        _ => {}
+    }
     let response = served.as_ref().ok().and_then(Option::as_ref);
     crate::metrics::record_request(api_key, started.elapsed(), response);
     served
+}
+
+/// Record-batch bytes of a Produce request, what its byte-rate quota counts.
+fn produce_bytes(body: &RequestKind) -> Option<u64> {
+    let RequestKind::Produce(produce) = body else {
+        return None;
+    };
+    let bytes = produce
+        .topic_data
+        .iter()
+        .flat_map(|t| t.partition_data.iter())
+        .filter_map(|p| p.records.as_ref().map(|r| r.len() as u64))
+        .sum();
+    Some(bytes)
 }
 
 async fn serve(
@@ -346,6 +402,9 @@ impl Call<'_> {
                     r,
                 ))
             }
+            RequestKind::AlterClientQuotas(r) => ResponseKind::AlterClientQuotas(
+                alter_client_quotas::handle(broker, context, r).await,
+            ),
             RequestKind::DescribeLogDirs(r) => ResponseKind::DescribeLogDirs(
                 describe_log_dirs::handle(
                     broker,

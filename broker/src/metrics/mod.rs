@@ -18,4 +18,5 @@ pub fn register() {
     storage::objects::register_metrics();
     metastore::register_metrics();
     crate::slots::register_metrics();
+    crate::quotas::register_metrics();
 }

@@ -97,6 +97,7 @@ coverage_tests! {
     list_partition_reassignments_lists_none_at_every_version => ListPartitionReassignments,
     alter_partition_reassignments_keeps_the_one_replica_at_every_version => AlterPartitionReassignments,
     describe_client_quotas_finds_none_at_every_version => DescribeClientQuotas,
+    alter_client_quotas_sets_and_removes_at_every_version => AlterClientQuotas,
     alter_user_scram_credentials_upserts_and_deletes_at_every_version => AlterUserScramCredentials,
     describe_user_scram_credentials_lists_mechanisms_at_every_version => DescribeUserScramCredentials,
 }
@@ -204,6 +205,7 @@ async fn scenario(ctx: &mut Ctx, api: ApiKey, version: i16) {
             admin::alter_partition_reassignments(ctx, version).await
         }
         ApiKey::DescribeClientQuotas => scram::describe_client_quotas(ctx, version).await,
+        ApiKey::AlterClientQuotas => scram::alter_client_quotas(ctx, version).await,
         ApiKey::AlterUserScramCredentials => {
             scram::alter_user_scram_credentials(ctx, version).await
         }

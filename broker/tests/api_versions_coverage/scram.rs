@@ -211,3 +211,113 @@ pub async fn describe_client_quotas(ctx: &mut Ctx, version: i16) {
     assert_eq!(response.error_code, ResponseError::InvalidRequest.code());
     assert_eq!(response.entries, None);
 }
+
+pub async fn alter_client_quotas(ctx: &mut Ctx, version: i16) {
+    use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+    let user = format!("quoted-v{version}");
+    let entry = |key: &str, value: f64, remove: bool| {
+        EntryData::default()
+            .with_entity(vec![
+                EntityData::default()
+                    .with_entity_type(s("user"))
+                    .with_entity_name(Some(s(&user))),
+                EntityData::default()
+                    .with_entity_type(s("client-id"))
+                    .with_entity_name(None),
+            ])
+            .with_ops(vec![OpData::default()
+                .with_key(s(key))
+                .with_value(value)
+                .with_remove(remove)])
+    };
+    let alter = |entries: Vec<EntryData>, validate_only: bool| {
+        AlterClientQuotasRequest::default()
+            .with_entries(entries)
+            .with_validate_only(validate_only)
+    };
+    let describe = || {
+        DescribeClientQuotasRequest::default().with_components(vec![ComponentData::default()
+            .with_entity_type(s("user"))
+            .with_match_type(0)
+            .with_match(Some(s(&user)))])
+    };
+    let described = |response: DescribeClientQuotasResponse| -> Vec<(String, f64)> {
+        response
+            .entries
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|e| e.values.iter().map(|v| (v.key.to_string(), v.value)))
+            .collect()
+    };
+    let checked = expect_kind!(
+        ctx.call(
+            ApiKey::AlterClientQuotas,
+            version,
+            alter(vec![entry("producer_byte_rate", 1024.0, false)], true)
+        )
+        .await,
+        AlterClientQuotas
+    );
+    assert_eq!(checked.entries[0].error_code, 0);
+    let response = expect_kind!(
+        ctx.call(ApiKey::DescribeClientQuotas, 1, describe()).await,
+        DescribeClientQuotas
+    );
+    assert!(
+        described(response).is_empty(),
+        "validate_only stored a quota"
+    );
+    let set = expect_kind!(
+        ctx.call(
+            ApiKey::AlterClientQuotas,
+            version,
+            alter(vec![entry("producer_byte_rate", 1024.0, false)], false)
+        )
+        .await,
+        AlterClientQuotas
+    );
+    assert_eq!(set.entries[0].error_code, 0);
+    let response = expect_kind!(
+        ctx.call(ApiKey::DescribeClientQuotas, 1, describe()).await,
+        DescribeClientQuotas
+    );
+    assert_eq!(
+        described(response),
+        vec![("producer_byte_rate".to_string(), 1024.0)]
+    );
+    for (key, value) in [
+        ("producer_byte_rate", 1.5),
+        ("producer_byte_rate", -1.0),
+        ("no_such_quota", 1.0),
+    ] {
+        let refused = expect_kind!(
+            ctx.call(
+                ApiKey::AlterClientQuotas,
+                version,
+                alter(vec![entry(key, value, false)], false)
+            )
+            .await,
+            AlterClientQuotas
+        );
+        assert_eq!(
+            refused.entries[0].error_code,
+            ResponseError::InvalidRequest.code(),
+            "{key}={value}"
+        );
+    }
+    let removed = expect_kind!(
+        ctx.call(
+            ApiKey::AlterClientQuotas,
+            version,
+            alter(vec![entry("producer_byte_rate", 0.0, true)], false)
+        )
+        .await,
+        AlterClientQuotas
+    );
+    assert_eq!(removed.entries[0].error_code, 0);
+    let response = expect_kind!(
+        ctx.call(ApiKey::DescribeClientQuotas, 1, describe()).await,
+        DescribeClientQuotas
+    );
+    assert!(described(response).is_empty());
+}

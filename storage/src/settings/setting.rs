@@ -15,6 +15,7 @@ pub enum Unit {
     None,
     Bytes,
     Ms,
+    Seconds,
     Minutes,
     /// A count of things (streams, connections, attempts).
     Count,
@@ -27,6 +28,7 @@ impl Unit {
             Unit::None => None,
             Unit::Bytes => Some("BYTES"),
             Unit::Ms => Some("MS"),
+            Unit::Seconds => Some("SECONDS"),
             Unit::Minutes => Some("MINUTES"),
             Unit::Count => Some("N"),
             Unit::BytesPerSec => Some("BYTES_PER_SEC"),

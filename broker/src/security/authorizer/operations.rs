@@ -127,6 +127,8 @@ rules! {
         "every partition refused";
     DESCRIBE_LOG_DIRS: DescribeLogDirs, Describe, Cluster, CLUSTER_FAILED,
         "the request refused (v3+: the top-level error; no directories)";
+    ALTER_CLIENT_QUOTAS: AlterClientQuotas, AlterConfigs, Cluster, CLUSTER_FAILED,
+        "every entry refused";
     DESCRIBE_CLIENT_QUOTAS: DescribeClientQuotas, DescribeConfigs, Cluster, CLUSTER_FAILED,
         "the request refused";
     ALTER_USER_SCRAM_CREDENTIALS: AlterUserScramCredentials, Alter, Cluster, CLUSTER_FAILED,

@@ -1,0 +1,273 @@
+//! Client quotas with Kafka's semantics: produce and fetch byte rates per user, client id or
+//! both (defaults and overrides, stored in the MetaStore: [`store`]), resolved in Kafka's order
+//! of precedence, measured over Kafka's sampled window ([`rate`]) and enforced as Kafka does
+//! since KIP-219: the response goes out at once carrying `throttle_time_ms`, and the
+//! connection is muted for that long (its next request waits), so clients that throttle
+//! themselves and clients that do not are held to the quota alike.
+
+pub mod entity;
+pub mod rate;
+pub mod settings;
+pub mod store;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+
+use entity::{Entity, Name, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
+use rate::{QuotaWindow, Rate};
+pub use store::{QuotaStore, QuotaStoreError};
+
+/// Quota entities measured at once; idle ones are dropped first when it is reached.
+const SENSORS_MAX: usize = 10_000;
+/// Connections muted at once (each is one entry until its mute ends).
+const MUTED_MAX: usize = 100_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QuotaKind {
+    Produce,
+    Fetch,
+}
+
+impl QuotaKind {
+    fn key(self) -> &'static str {
+        match self {
+            QuotaKind::Produce => PRODUCER_BYTE_RATE,
+            QuotaKind::Fetch => CONSUMER_BYTE_RATE,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            QuotaKind::Produce => "produce",
+            QuotaKind::Fetch => "fetch",
+        }
+    }
+}
+
+/// Whose traffic one rate adds up: Kafka's metric tags of the quota level that matched.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SensorKey {
+    kind: QuotaKind,
+    user: String,
+    client_id: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    quota: &'static str,
+}
+
+type SecondsCounter = Counter<f64, std::sync::atomic::AtomicU64>;
+
+struct Metrics {
+    throttle: Family<KindLabels, SecondsCounter>,
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let throttle = Family::<KindLabels, SecondsCounter>::default();
+    telemetry::registry::registry().register(
+        "kafka_server_quota_throttle_seconds",
+        "Seconds of throttle time given to clients over their byte-rate quota, by quota (produce, fetch)",
+        throttle.clone(),
+    );
+    Metrics { throttle }
+});
+
+pub fn register_metrics() {
+    LazyLock::force(&METRICS);
+}
+
+pub struct Quotas {
+    pub store: Arc<QuotaStore>,
+    window: QuotaWindow,
+    sensors: Mutex<HashMap<SensorKey, Rate>>,
+    muted: Mutex<HashMap<SocketAddr, Instant>>,
+}
+
+impl Quotas {
+    pub fn new(store: Arc<QuotaStore>, window: QuotaWindow) -> Quotas {
+        Quotas {
+            store,
+            window,
+            sensors: Mutex::new(HashMap::new()),
+            muted: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The quota that applies to `user` and `client_id`, in Kafka's order: user and client,
+    /// user and default client, user, default user and client, default user and default
+    /// client, default user, client, default client.
+    fn resolve(&self, kind: QuotaKind, user: &str, client_id: &str) -> Option<(f64, SensorKey)> {
+        let named = |n: &str| Some(Name::Named(n.to_string()));
+        let levels = [
+            (named(user), named(client_id)),
+            (named(user), Some(Name::Default)),
+            (named(user), None),
+            (Some(Name::Default), named(client_id)),
+            (Some(Name::Default), Some(Name::Default)),
+            (Some(Name::Default), None),
+            (None, named(client_id)),
+            (None, Some(Name::Default)),
+        ];
+        levels.into_iter().find_map(|(u, c)| {
+            let sensor = SensorKey {
+                kind,
+                user: if u.is_some() {
+                    user.to_string()
+                } else {
+                    String::new()
+                },
+                client_id: if c.is_some() {
+                    client_id.to_string()
+                } else {
+                    String::new()
+                },
+            };
+            let entity = Entity {
+                user: u,
+                client_id: c,
+                ip: None,
+            };
+            self.store
+                .value(&entity, kind.key())
+                .map(|quota| (quota, sensor))
+        })
+    }
+
+    /// Waits out `peer`'s mute, then records `bytes` of `kind` traffic and returns the throttle
+    /// time, muting `peer`'s connection for it. The check and the record are one step under the
+    /// mute lock: of requests pipelined on one connection, one passes per unmute, as Kafka,
+    /// which reads a muted connection's next request only once it is unmuted, lets one pass.
+    pub async fn admit(
+        &self,
+        kind: QuotaKind,
+        user: &str,
+        client_id: &str,
+        bytes: u64,
+        peer: SocketAddr,
+    ) -> Duration {
+        let Some((quota, sensor)) = self.resolve(kind, user, client_id) else {
+            self.wait_unmuted(peer).await;
+            return Duration::ZERO;
+        };
+        loop {
+            let now = Instant::now();
+            let throttle = {
+                let mut muted = self.lock_muted();
+                match muted.get(&peer) {
+                    Some(until) if *until > now => Err(*until),
+                    _ => {
+                        muted.remove(&peer);
+                        Ok(self.measure(&sensor, bytes, now, quota))
+                    }
+                }
+            };
+            match throttle {
+                Ok(throttle) => {
+                    self.throttled(kind, peer, throttle, now);
+                    return throttle;
+                }
+                Err(until) => tokio::time::sleep_until(until.into()).await,
+            }
+        }
+    }
+
+    /// Records `bytes` of `kind` traffic already served (a fetch response) and mutes `peer`
+    /// for the throttle time it earns.
+    pub fn record(
+        &self,
+        kind: QuotaKind,
+        user: &str,
+        client_id: &str,
+        bytes: u64,
+        peer: SocketAddr,
+    ) -> Duration {
+        let Some((quota, sensor)) = self.resolve(kind, user, client_id) else {
+            return Duration::ZERO;
+        };
+        let now = Instant::now();
+        let throttle = self.measure(&sensor, bytes, now, quota);
+        self.throttled(kind, peer, throttle, now);
+        throttle
+    }
+
+    fn measure(&self, sensor: &SensorKey, bytes: u64, now: Instant, quota: f64) -> Duration {
+        #[allow(clippy::cast_precision_loss)] // byte counts far below 2^52
+        let amount = bytes as f64;
+        let mut sensors = self.sensors.lock().unwrap_or_else(|e| e.into_inner());
+        if sensors.len() >= SENSORS_MAX && !sensors.contains_key(sensor) {
+            sensors.retain(|_, rate| !rate.is_idle(now));
+        }
+        if sensors.len() >= SENSORS_MAX && !sensors.contains_key(sensor) {
+            tracing::warn!(
+                user = sensor.user,
+                client_id = sensor.client_id,
+                "quota not measured: too many quota entities active"
+            );
+            return Duration::ZERO;
+        }
+        let window = self.window;
+        sensors
+            .entry(sensor.clone())
+            .or_insert_with(|| Rate::new(window))
+            .record(amount, now, quota)
+    }
+
+    fn throttled(&self, kind: QuotaKind, peer: SocketAddr, throttle: Duration, now: Instant) {
+        if throttle.is_zero() {
+            return;
+        }
+        self.mute(peer, now + throttle, now);
+        let labels = KindLabels {
+            quota: kind.label(),
+        };
+        METRICS
+            .throttle
+            .get_or_create(&labels)
+            .inc_by(throttle.as_secs_f64());
+    }
+
+    fn lock_muted(&self) -> std::sync::MutexGuard<'_, HashMap<SocketAddr, Instant>> {
+        self.muted.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn mute(&self, peer: SocketAddr, until: Instant, now: Instant) {
+        let mut muted = self.lock_muted();
+        if muted.len() >= MUTED_MAX {
+            muted.retain(|_, end| *end > now);
+        }
+        if muted.len() < MUTED_MAX {
+            let end = muted.entry(peer).or_insert(until);
+            *end = (*end).max(until);
+        }
+    }
+
+    /// Waits out `peer`'s mute, if it has one (a mute extended meanwhile is waited out too).
+    pub async fn wait_unmuted(&self, peer: SocketAddr) {
+        loop {
+            let until = {
+                let mut muted = self.lock_muted();
+                match muted.get(&peer) {
+                    Some(end) if *end > Instant::now() => *end,
+                    Some(_) => {
+                        muted.remove(&peer);
+                        return;
+                    }
+                    None => return,
+                }
+            };
+            tokio::time::sleep_until(until.into()).await;
+        }
+    }
+}
+
+/// Throttle time as the `throttle_time_ms` field carries it.
+pub fn throttle_ms(throttle: Duration) -> i32 {
+    i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX)
+}
