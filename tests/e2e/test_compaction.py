@@ -17,6 +17,9 @@ from waiting import wait_until
 RECORDS = 100_000
 PARTITIONS = 2
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+# Grace period for compactors running while producers write: far above an index commit's
+# latency even on a loaded machine (the default is 60 s).
+LIVE_GRACE_MS = 2000
 FAST_COMPACTION = ("--compaction-min-age-ms 0 --compaction-grace-period-ms 0 "
                    "--compaction-interval-ms 300")
 
@@ -140,19 +143,21 @@ def test_100k_compacted_records_read_back_exactly_by_every_client_and_duckdb(bro
 REPO = Path(__file__).resolve().parents[2]
 
 
-def compactor_command(data_dir: Path, *extra: str) -> list:
+def compactor_command(data_dir: Path, *extra: str, grace_ms: int = 0) -> list:
+    """A grace period of 0 reclaims a WAL object as soon as no index entry names it: only safe
+    when no produce is in flight (an object whose index commit is still on its way would go)."""
     return [os.environ.get("COMPACTOR_BIN", str(REPO / "target/debug/compactor")), "--data-dir", str(data_dir),
             "--object-store", f"file://{data_dir}/objects", "--metastore", "embedded",
             "--compaction-min-bytes", "0", "--compaction-min-age-ms", "0",
-            "--compaction-grace-period-ms", "0", *extra]
+            "--compaction-grace-period-ms", str(grace_ms), *extra]
 
 
-def finish_compaction(data_dir: Path) -> None:
+def finish_compaction(data_dir: Path, grace_ms: int = 0) -> None:
     """After a compactor was killed: once its leader session lapses, `--once` passes take over
     and compact every WAL object left."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        out = subprocess.run(compactor_command(data_dir, "--once"), capture_output=True, text=True,
+        out = subprocess.run(compactor_command(data_dir, "--once", grace_ms=grace_ms), capture_output=True, text=True,
                              check=True).stdout
         if "leader: true" in out and not files(data_dir, "wal"):
             break
@@ -258,9 +263,11 @@ def test_compactor_killed_while_producers_and_consumers_run(broker_factory, targ
         for round_no in range(12):
             time.sleep(0.5)
             log = open(tmp_path / f"compactor-{round_no}.log", "wb")
-            # A short session: the next round's compactor takes over from the killed leader.
+            # A short session: the next round's compactor takes over from the killed leader. The
+            # producer never stops, so WAL objects get a grace period longer than a commit takes.
             proc = subprocess.Popen(compactor_command(b.data_dir, "--compaction-interval-ms", "50",
-                                                      "--compaction-session-timeout-ms", "400"),
+                                                      "--compaction-session-timeout-ms", "400",
+                                                      grace_ms=LIVE_GRACE_MS),
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                     env={**os.environ, "RUST_LOG": "info"})
             time.sleep(rng.uniform(0.1, 0.9))
@@ -284,7 +291,7 @@ def test_compactor_killed_while_producers_and_consumers_run(broker_factory, targ
         assert len(acked[p]) > 500, f"too little produced on partition {p}"
         assert [o for o, _ in acked[p]] == list(range(len(acked[p])))
         assert tailed[p] == acked[p], f"tailing consumer of partition {p} differs"
-    finish_compaction(b.data_dir)
+    finish_compaction(b.data_dir, grace_ms=LIVE_GRACE_MS)
     assert files(b.data_dir, "compacted")
     for p in (0, 1):
         assert read_partition(b.bootstrap, topic, p, len(acked[p])) == acked[p]

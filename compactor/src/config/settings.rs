@@ -59,7 +59,7 @@ pub static COMPACTION_GRACE_PERIOD_MS: Setting<u64> = Setting::new(
     "compaction_grace_period_ms",
     60_000,
     Unit::Ms,
-    "Wait between marking an unreferenced WAL object and deleting it, so that in-flight reads and late index commits finish first",
+    "Wait between marking an unreferenced WAL object and deleting it, so that in-flight reads and late index commits finish first; keep it above every broker's add_entry_timeout_ms (an object whose commit is still on its way must not go)",
 );
 
 pub static COMPACTION_INTERVAL_MS: Setting<u64> = Setting::new(
