@@ -23,9 +23,10 @@ pub fn handle(
     context: &RequestContext,
     request: &DescribeClientQuotasRequest,
 ) -> DescribeClientQuotasResponse {
-    let allowed = broker
-        .authorizer
-        .allows(context, &operations::DESCRIBE_CLIENT_QUOTAS, CLUSTER_NAME);
+    let allowed =
+        broker
+            .authorizer
+            .allows(context, &operations::DESCRIBE_CLIENT_QUOTAS, CLUSTER_NAME);
     let checked = if allowed {
         validate(request)
     } else {

@@ -296,9 +296,9 @@ impl Call<'_> {
                     broker, context, &r,
                 ))
             }
-            RequestKind::DescribeClientQuotas(r) => {
-                ResponseKind::DescribeClientQuotas(describe_client_quotas::handle(broker, context, &r))
-            }
+            RequestKind::DescribeClientQuotas(r) => ResponseKind::DescribeClientQuotas(
+                describe_client_quotas::handle(broker, context, &r),
+            ),
             other => return Err(other),
         })
     }
