@@ -73,6 +73,11 @@ def sasl_settings(target: str, pki: Path, oauth: dict, users_file: Path, extra: 
             "sasl.oauthbearer.jwks.endpoint.url": oauth["jwks"].as_uri(),
             "sasl.oauthbearer.expected.issuer": ISSUER,
             "sasl.oauthbearer.expected.audience": AUDIENCE,
+            # Kafka 4.1.1's default (DefaultJwtValidator, built without a key resolver) falls
+            # back to ClientJwtValidator, which checks no signature: a token signed by any key
+            # gets in. Naming the broker's validator makes it verify against the JWKS.
+            "sasl.oauthbearer.jwt.validator.class":
+                "org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator",
         }
         for listener in ("sasl_ssl", "sasl_plaintext"):
             prefix = f"listener.name.{listener}"

@@ -56,7 +56,19 @@ def served_after(b, pki) -> None:  # noqa: F811
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_produce_and_consume_over_sasl_ssl_with_scram_sha_512(client, sasl_broker, pki):  # noqa: F811
-    round_trip(sasl_driver(client, sasl_broker.address("SASL_SSL"), pki), sasl_broker, client)
+    # Debian's kcat links librdkafka 2.0.2, whose SCRAM client-final repeats its own nonce in
+    # front of the combined one; Kafka 4.1 refuses that as we do (next test). kcat speaks
+    # SASL_SSL with PLAIN here.
+    mechanism = "PLAIN" if client == "kcat" else "SCRAM-SHA-512"
+    d = sasl_driver(client, sasl_broker.address("SASL_SSL"), pki, mechanism)
+    round_trip(d, sasl_broker, client)
+
+
+def test_librdkafka_2_0_scram_is_refused_as_by_kafka(sasl_broker, pki):  # noqa: F811
+    topic = create_topic(sasl_broker.bootstrap, unique_topic("sasl-kcat-scram"))
+    kcat = sasl_driver("kcat", sasl_broker.address("SASL_SSL"), pki)
+    with pytest.raises(ClientError, match="invalid credentials with SASL mechanism SCRAM-SHA-512"):
+        kcat.produce(topic, records("kcat")[:1])
 
 
 def test_the_java_client_authenticates_with_oauthbearer(sasl_broker, pki, oauth):  # noqa: F811
@@ -108,8 +120,12 @@ def test_a_request_before_authentication_closes_the_connection_unanswered(stage,
     with wire.connect(sasl_broker.address("SASL_PLAINTEXT")) as sock:
         if stage != "before the handshake":
             assert handshake(sock, "SCRAM-SHA-512") == 0
-        # Metadata v4, all topics.
-        assert call(sock, 3, 4, b"\xff\xff\xff\xff\x00") is None
+        # Metadata v4, all topics. Kafka closes at once before the handshake; after it, Kafka
+        # first answers the request's empty error response (no broker, no topic), we close
+        # without it. Neither serves it.
+        answer = call(sock, 3, 4, b"\xff\xff\xff\xff\x00")
+        assert answer is None or answer[4:8] == b"\x00\x00\x00\x00", answer
+        assert closed(sock)
     served_after(sasl_broker, pki)
 
 

@@ -147,10 +147,8 @@ impl ScramServer {
         pending: Pending,
     ) -> Result<ScramStep, ScramFailure> {
         let last: ClientFinal = messages::parse_client_final(message)?;
-        // Kafka's rule: the nonce must end with the whole combined nonce. librdkafka 2.0
-        // (Debian's kcat) sends its own nonce again in front of it, and Kafka accepts that;
-        // the proof covers the message as sent, so freshness is unchanged.
-        if !last.nonce.ends_with(pending.nonce.as_str()) {
+        // The whole nonce, exactly (Kafka only checks that it ends with the server's).
+        if !constant_time_eq(last.nonce.as_bytes(), pending.nonce.as_bytes()) {
             return Err(ScramFailure::Invalid("nonce mismatch"));
         }
         if last.channel_binding != pending.first.gs2_header.as_bytes() {
