@@ -145,7 +145,8 @@ pub async fn serve<S: Transport>(
                     }
                     (_, Some((api_key, Admission::Close))) => {
                         server.refuse_request(api_key);
-                        tracing::info!(%peer, ?api_key, "closing connection: request not allowed before sasl authentication");
+                        // Logged (rate-limited) by the failure log; this line only at debug.
+                        tracing::debug!(%peer, ?api_key, "closing connection: request not allowed before sasl authentication");
                         Dispatched::Close
                     }
                     // Served as usual; decoding errors answer or close as on any listener.

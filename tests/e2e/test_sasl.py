@@ -11,6 +11,7 @@ The CA, certificates, RSA key, JWKS and tokens are made here (openssl, `cryptogr
 import socket
 import ssl
 import time
+import uuid
 
 import pytest
 
@@ -181,3 +182,28 @@ def test_sasl_ssl_over_tls_then_scram_by_hand(sasl_broker, pki):  # noqa: F811
     with tls_socket(sasl_broker.address("SASL_SSL"), pki) as sock:
         assert scram_login(sock, "alice", USERS["alice"])[0] == 0
         assert call(sock, 3, 4, b"\x00\x00\x00\x00\x00") is not None
+
+
+def broker_log(b) -> str:
+    names = ["server.log"] if b.target == "kafka" else ["process-*.log"]
+    return "".join(p.read_text(errors="replace") for n in names for p in b.data_dir.glob(n))
+
+
+def test_a_failed_login_is_logged_with_its_peer_and_never_its_password(target, sasl_broker):
+    secret = f"not-alices-{uuid.uuid4().hex}"
+    with wire.connect(sasl_broker.address("SASL_PLAINTEXT")) as sock:
+        port = sock.getsockname()[1]
+        assert handshake(sock, "PLAIN") == 0
+        assert authenticate(sock, f"\0alice\0{secret}".encode())[0] == SASL_AUTHENTICATION_FAILED
+        assert closed(sock)
+    deadline = time.monotonic() + 10
+    while f"127.0.0.1:{port}" not in broker_log(sasl_broker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    log = broker_log(sasl_broker)
+    assert secret not in log
+    lines = [line for line in log.splitlines() if f"127.0.0.1:{port}" in line]
+    if target == "kafka":
+        assert any("Failed authentication with /127.0.0.1" in line for line in lines), lines
+    else:
+        assert [line for line in lines if "sasl authentication failed" in line and "alice" in line
+                and "mechanism=\"PLAIN\"" in line], lines
