@@ -13,6 +13,8 @@ use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
+use base64::Engine;
+use broker::security::scram::ScramMechanism;
 use bytes::Bytes;
 use common::pki::{self, Ca, Files};
 use common::{call_on, TestBroker};
@@ -401,4 +403,181 @@ async fn sasl_ssl_runs_the_tls_handshake_then_sasl() {
     assert!(plain_login(&mut plain, "alice", "alice-secret")
         .await
         .is_none());
+}
+
+/// A SCRAM-SHA-512 client's side of RFC 5802, for `user` with `password`.
+struct ScramClient {
+    password: Vec<u8>,
+    first_bare: String,
+    server_signature: Vec<u8>,
+}
+
+impl ScramClient {
+    const M: ScramMechanism = ScramMechanism::Sha512;
+
+    fn new(user: &str, password: &str) -> ScramClient {
+        ScramClient {
+            password: password.as_bytes().to_vec(),
+            first_bare: format!("n={user},r=socketnonce"),
+            server_signature: Vec::new(),
+        }
+    }
+
+    fn first(&self) -> Vec<u8> {
+        format!("n,,{}", self.first_bare).into_bytes()
+    }
+
+    /// The client-final for `server_first`; `tamper` flips a bit of the proof.
+    fn last(&mut self, server_first: &[u8], tamper: bool) -> Vec<u8> {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let first = std::str::from_utf8(server_first).unwrap();
+        let attr = |k: &str| first.split(',').find_map(|f| f.strip_prefix(k)).unwrap();
+        let salt = b64.decode(attr("s=")).unwrap();
+        let m = Self::M;
+        let salted = m
+            .salted_password(&self.password, &salt, attr("i=").parse().unwrap())
+            .unwrap();
+        let client_key = m.client_key(&salted).unwrap();
+        let without_proof = format!("c=biws,r={}", attr("r="));
+        let auth = format!("{},{first},{without_proof}", self.first_bare);
+        let signature = m.hmac(&m.stored_key(&client_key), auth.as_bytes()).unwrap();
+        let mut proof: Vec<u8> = client_key
+            .iter()
+            .zip(signature)
+            .map(|(k, s)| k ^ s)
+            .collect();
+        if tamper {
+            proof[0] ^= 1;
+        }
+        let server_key = m.server_key(&salted).unwrap();
+        self.server_signature = m.hmac(&server_key, auth.as_bytes()).unwrap();
+        format!("{without_proof},p={}", b64.encode(proof)).into_bytes()
+    }
+
+    fn verifies(&self, server_final: &[u8]) -> bool {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        server_final == format!("v={}", b64.encode(&self.server_signature)).as_bytes()
+    }
+}
+
+/// A broker with a SASL_PLAINTEXT listener offering SCRAM-SHA-512, no authorizer, and `user`'s
+/// credential stored through AlterUserScramCredentials on PLAINTEXT.
+async fn scram_broker(user: &str, password: &str) -> TestBroker {
+    let broker = TestBroker::start(&[
+        "--listeners",
+        "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "--sasl-enabled-mechanisms",
+        "SCRAM-SHA-512",
+    ])
+    .await;
+    let m = ScramClient::M;
+    let salt = b"socket-salt".to_vec();
+    let salted = m.salted_password(password.as_bytes(), &salt, 4096).unwrap();
+    let upsertion = alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+        .with_name(common::s(user))
+        .with_mechanism(m.type_code())
+        .with_iterations(4096)
+        .with_salt(Bytes::from(salt))
+        .with_salted_password(Bytes::from(salted));
+    let request = AlterUserScramCredentialsRequest::default().with_upsertions(vec![upsertion]);
+    let mut admin = broker.client().await;
+    let answer = admin
+        .call(ApiKey::AlterUserScramCredentials, 0, request)
+        .await;
+    assert_eq!(
+        expect_kind!(answer, AlterUserScramCredentials).results[0].error_code,
+        0
+    );
+    broker
+}
+
+#[tokio::test]
+async fn scram_authenticates_in_sasl_authenticate_frames_and_in_the_raw_exchange() {
+    let broker = scram_broker("carol", "carol-secret").await;
+    let addr = broker.running.listener_addr("SASL_PLAINTEXT").unwrap();
+    let authenticate =
+        |bytes: Vec<u8>| SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(bytes));
+
+    let mut framed = TcpStream::connect(addr).await.unwrap();
+    let mut client = ScramClient::new("carol", "carol-secret");
+    let answer = call_on(
+        &mut framed,
+        ApiKey::SaslHandshake,
+        1,
+        handshake("SCRAM-SHA-512"),
+    )
+    .await;
+    assert_eq!(expect_kind!(answer.unwrap(), SaslHandshake).error_code, 0);
+    let answer = call_on(
+        &mut framed,
+        ApiKey::SaslAuthenticate,
+        2,
+        authenticate(client.first()),
+    );
+    let server_first = expect_kind!(answer.await.unwrap(), SaslAuthenticate).auth_bytes;
+    let last = client.last(&server_first, false);
+    let answer = call_on(&mut framed, ApiKey::SaslAuthenticate, 2, authenticate(last));
+    let done = expect_kind!(answer.await.unwrap(), SaslAuthenticate);
+    assert_eq!(done.error_code, 0);
+    assert!(client.verifies(&done.auth_bytes));
+    assert!(served(&mut framed).await);
+
+    let mut raw = TcpStream::connect(addr).await.unwrap();
+    let mut client = ScramClient::new("carol", "carol-secret");
+    let answer = call_on(
+        &mut raw,
+        ApiKey::SaslHandshake,
+        0,
+        handshake("SCRAM-SHA-512"),
+    )
+    .await;
+    assert_eq!(expect_kind!(answer.unwrap(), SaslHandshake).error_code, 0);
+    let server_first = raw_exchange(&mut raw, &client.first()).await.unwrap();
+    let last = client.last(&server_first, false);
+    let server_final = raw_exchange(&mut raw, &last).await.unwrap();
+    assert!(client.verifies(&server_final));
+    assert!(served(&mut raw).await);
+}
+
+#[tokio::test]
+async fn a_scram_proof_with_one_bit_flipped_is_refused_in_both_exchanges() {
+    let broker = scram_broker("carol", "carol-secret").await;
+    let addr = broker.running.listener_addr("SASL_PLAINTEXT").unwrap();
+
+    let mut framed = TcpStream::connect(addr).await.unwrap();
+    let mut client = ScramClient::new("carol", "carol-secret");
+    let answer = call_on(
+        &mut framed,
+        ApiKey::SaslHandshake,
+        1,
+        handshake("SCRAM-SHA-512"),
+    )
+    .await;
+    assert_eq!(expect_kind!(answer.unwrap(), SaslHandshake).error_code, 0);
+    let first = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(client.first()));
+    let answer = call_on(&mut framed, ApiKey::SaslAuthenticate, 2, first).await;
+    let server_first = expect_kind!(answer.unwrap(), SaslAuthenticate).auth_bytes;
+    let last = SaslAuthenticateRequest::default()
+        .with_auth_bytes(Bytes::from(client.last(&server_first, true)));
+    let answer = call_on(&mut framed, ApiKey::SaslAuthenticate, 2, last).await;
+    let refused = expect_kind!(answer.unwrap(), SaslAuthenticate);
+    assert_eq!(
+        refused.error_code,
+        ResponseError::SaslAuthenticationFailed.code()
+    );
+    assert!(closed_unanswered(&mut framed).await);
+
+    let mut raw = TcpStream::connect(addr).await.unwrap();
+    let mut client = ScramClient::new("carol", "carol-secret");
+    let answer = call_on(
+        &mut raw,
+        ApiKey::SaslHandshake,
+        0,
+        handshake("SCRAM-SHA-512"),
+    )
+    .await;
+    assert_eq!(expect_kind!(answer.unwrap(), SaslHandshake).error_code, 0);
+    let server_first = raw_exchange(&mut raw, &client.first()).await.unwrap();
+    let last = client.last(&server_first, true);
+    assert!(raw_exchange(&mut raw, &last).await.is_none());
 }
