@@ -33,7 +33,7 @@ use crate::config::Config;
 use crate::context::Broker;
 use crate::handlers;
 use crate::listener::stream::Transport;
-use crate::security::sasl::{Admission, MAX_RECEIVE_BYTES};
+use crate::security::sasl::MAX_RECEIVE_BYTES;
 use crate::security::{Principal, Session};
 use crate::sequencer::Sequencer;
 use crate::slots::Slot;
@@ -123,36 +123,7 @@ pub async fn serve<S: Transport>(
                 let decoded = codec::decode_request(frame);
                 requests.dispatch(decoded, permits, &mut shutdown).await
             }
-            Some(server) if server.expects_raw_tokens() => {
-                let outcome = sasl::raw_token(server, &frame, peer).await;
-                drop(permits);
-                Dispatched::Sasl(outcome)
-            }
-            Some(server) => {
-                let decoded = codec::decode_request_on(frame, true);
-                let admission = decoded
-                    .as_ref()
-                    .ok()
-                    .map(|r| (r.api_key, server.admit(r.api_key)));
-                match (decoded, admission) {
-                    (Ok(request), Some((_, Admission::Sasl))) => {
-                        // In request order: every earlier request has been answered first.
-                        let _turn = tokio::select! {
-                            turn = take_turn(&requests.order, request.api_key) => turn,
-                            _ = shutdown.changed() => break,
-                        };
-                        Dispatched::Sasl(sasl::request(server, request, peer).await)
-                    }
-                    (_, Some((api_key, Admission::Close))) => {
-                        server.refuse_request(api_key);
-                        // Logged (rate-limited) by the failure log; this line only at debug.
-                        tracing::debug!(%peer, ?api_key, "closing connection: request not allowed before sasl authentication");
-                        Dispatched::Close
-                    }
-                    // Served as usual; decoding errors answer or close as on any listener.
-                    (decoded, _) => requests.dispatch(decoded, permits, &mut shutdown).await,
-                }
-            }
+            Some(server) => sasl::frame(server, frame, permits, &requests, &mut shutdown).await,
         };
         let keep_open = match outcome {
             Dispatched::Reply(reply) => queue.send(reply).await.is_ok(),

@@ -7,14 +7,16 @@
 
 use std::net::SocketAddr;
 
+use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use protocol::codec::{self, Request};
+use tokio::sync::watch;
 
 use crate::handlers::sasl::{self as sasl_handlers, After};
-use crate::security::sasl::{self, SaslServer, Step};
+use crate::security::sasl::{self, Admission, SaslServer, Step};
 use crate::security::Principal;
 
-use super::Reply;
+use super::{take_turn, Dispatched, Permits, Reply, Requests};
 
 /// What the reader does after one SASL request or raw token.
 pub(super) enum Outcome {
@@ -24,6 +26,47 @@ pub(super) enum Outcome {
     Authenticated(Reply, Principal),
     /// Write the reply, if any, then close.
     Close(Option<Reply>),
+}
+
+/// One frame of a connection on a SASL listener: a raw token of the legacy exchange, a SASL
+/// request, a request `admit` lets through (served as on any listener), or one that closes the
+/// connection unanswered.
+pub(super) async fn frame(
+    server: &mut SaslServer,
+    frame: Bytes,
+    permits: Permits,
+    requests: &Requests,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Dispatched {
+    let peer = requests.session.peer;
+    if server.expects_raw_tokens() {
+        let outcome = raw_token(server, &frame, peer).await;
+        drop(permits);
+        return Dispatched::Sasl(outcome);
+    }
+    let decoded = codec::decode_request_on(frame, true);
+    let admission = decoded
+        .as_ref()
+        .ok()
+        .map(|r| (r.api_key, server.admit(r.api_key)));
+    match (decoded, admission) {
+        (Ok(request), Some((_, Admission::Sasl))) => {
+            // In request order: every earlier request has been answered first.
+            let _turn = tokio::select! {
+                turn = take_turn(&requests.order, request.api_key) => turn,
+                _ = shutdown.changed() => return Dispatched::Stop,
+            };
+            Dispatched::Sasl(self::request(server, request, peer).await)
+        }
+        (_, Some((api_key, Admission::Close))) => {
+            server.refuse_request(api_key);
+            // Logged (rate-limited) by the failure log; this line only at debug.
+            tracing::debug!(%peer, ?api_key, "closing connection: request not allowed before sasl authentication");
+            Dispatched::Close
+        }
+        // Served as usual; decoding errors answer or close as on any listener.
+        (decoded, _) => requests.dispatch(decoded, permits, shutdown).await,
+    }
 }
 
 /// Answers a SaslHandshake or SaslAuthenticate request `admit` sent to the SASL server.
