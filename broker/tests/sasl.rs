@@ -13,10 +13,9 @@ use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use base64::Engine;
-use broker::security::scram::ScramMechanism;
 use bytes::Bytes;
 use common::pki::{self, Ca, Files};
+use common::scram_client::ScramClient;
 use common::{call_on, TestBroker};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::*;
@@ -405,61 +404,6 @@ async fn sasl_ssl_runs_the_tls_handshake_then_sasl() {
         .is_none());
 }
 
-/// A SCRAM-SHA-512 client's side of RFC 5802, for `user` with `password`.
-struct ScramClient {
-    password: Vec<u8>,
-    first_bare: String,
-    server_signature: Vec<u8>,
-}
-
-impl ScramClient {
-    const M: ScramMechanism = ScramMechanism::Sha512;
-
-    fn new(user: &str, password: &str) -> ScramClient {
-        ScramClient {
-            password: password.as_bytes().to_vec(),
-            first_bare: format!("n={user},r=socketnonce"),
-            server_signature: Vec::new(),
-        }
-    }
-
-    fn first(&self) -> Vec<u8> {
-        format!("n,,{}", self.first_bare).into_bytes()
-    }
-
-    /// The client-final for `server_first`; `tamper` flips a bit of the proof.
-    fn last(&mut self, server_first: &[u8], tamper: bool) -> Vec<u8> {
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let first = std::str::from_utf8(server_first).unwrap();
-        let attr = |k: &str| first.split(',').find_map(|f| f.strip_prefix(k)).unwrap();
-        let salt = b64.decode(attr("s=")).unwrap();
-        let m = Self::M;
-        let salted = m
-            .salted_password(&self.password, &salt, attr("i=").parse().unwrap())
-            .unwrap();
-        let client_key = m.client_key(&salted).unwrap();
-        let without_proof = format!("c=biws,r={}", attr("r="));
-        let auth = format!("{},{first},{without_proof}", self.first_bare);
-        let signature = m.hmac(&m.stored_key(&client_key), auth.as_bytes()).unwrap();
-        let mut proof: Vec<u8> = client_key
-            .iter()
-            .zip(signature)
-            .map(|(k, s)| k ^ s)
-            .collect();
-        if tamper {
-            proof[0] ^= 1;
-        }
-        let server_key = m.server_key(&salted).unwrap();
-        self.server_signature = m.hmac(&server_key, auth.as_bytes()).unwrap();
-        format!("{without_proof},p={}", b64.encode(proof)).into_bytes()
-    }
-
-    fn verifies(&self, server_final: &[u8]) -> bool {
-        let b64 = base64::engine::general_purpose::STANDARD;
-        server_final == format!("v={}", b64.encode(&self.server_signature)).as_bytes()
-    }
-}
-
 /// A broker with a SASL_PLAINTEXT listener offering SCRAM-SHA-512, no authorizer, and `user`'s
 /// credential stored through AlterUserScramCredentials on PLAINTEXT.
 async fn scram_broker(user: &str, password: &str) -> TestBroker {
@@ -470,7 +414,7 @@ async fn scram_broker(user: &str, password: &str) -> TestBroker {
         "SCRAM-SHA-512",
     ])
     .await;
-    let m = ScramClient::M;
+    let m = ScramClient::MECHANISM;
     let salt = b"socket-salt".to_vec();
     let salted = m.salted_password(password.as_bytes(), &salt, 4096).unwrap();
     let upsertion = alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
