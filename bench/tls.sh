@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Produce and consume MiB/s over TLS against plaintext, our broker and Apache Kafka side by side
-# (see bench/tls.py). Knobs: BENCH_TLS_RECORDS, BENCH_TLS_PARTITIONS, BENCH_BROKERS.
+# Produce and consume MiB/s over TLS and SASL_SSL (SCRAM-SHA-512) against plaintext, our broker and
+# Apache Kafka side by side (see bench/tls.py). Knobs: BENCH_TLS_RECORDS, BENCH_TLS_PARTITIONS, BENCH_BROKERS.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

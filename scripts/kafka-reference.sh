@@ -13,7 +13,8 @@
 # Opt-in: KAFKA_REFERENCE_PROPERTIES="key=value ..." (separated by whitespace or ';') is appended
 # to the broker's properties, for tests that need settings beyond Kafka's defaults (e.g. a
 # consumer-group session timeout below group.consumer.min.session.timeout.ms, or a short
-# log.retention.check.interval.ms).
+# log.retention.check.interval.ms). KAFKA_REFERENCE_JVM_OPTS adds JVM options (e.g. the
+# -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file:///... an OAUTHBEARER JWKS file needs).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -97,6 +98,10 @@ LOG
 
   local jvm=(-Xms256m -Xmx768m -XX:+UseG1GC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true
              -Dkafka.logs.dir="$dir" -Dlog4j2.configurationFile="$dir/log4j2.properties")
+  if [ -n "${KAFKA_REFERENCE_JVM_OPTS:-}" ]; then
+    read -r -a extra <<<"$KAFKA_REFERENCE_JVM_OPTS"
+    jvm+=("${extra[@]}")
+  fi
 
   if [ ! -f "$dir/logs/meta.properties" ]; then
     local cluster_id

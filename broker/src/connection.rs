@@ -33,9 +33,12 @@ use crate::config::Config;
 use crate::context::Broker;
 use crate::handlers;
 use crate::listener::stream::Transport;
-use crate::security::Session;
+use crate::security::sasl::MAX_RECEIVE_BYTES;
+use crate::security::{Principal, Session};
 use crate::sequencer::Sequencer;
 use crate::slots::Slot;
+
+mod sasl;
 
 /// A request's place in the connection's order, held until its handler has returned.
 /// Produce requests share the order with each other; every other request has it alone.
@@ -71,7 +74,10 @@ enum Reply {
 pub type RequestBytes = Arc<Semaphore>;
 
 /// Serves the requests of one connection, plain TCP or TLS (after its handshake), whose
-/// security is `session`.
+/// security is `session`. On a SASL listener the client must authenticate first: until it has,
+/// frames are bounded by `sasl::MAX_RECEIVE_BYTES`, only ApiVersions, SaslHandshake and
+/// SaslAuthenticate are answered (anything else closes the connection unanswered, as Kafka),
+/// and the slot stays evictable.
 pub async fn serve<S: Transport>(
     stream: S,
     session: Session,
@@ -85,11 +91,20 @@ pub async fn serve<S: Transport>(
     let (queue, replies) = mpsc::channel::<JoinHandle<Reply>>(broker.config.max_inflight_requests);
     let writer_task = tokio::spawn(write_replies(writer, replies, peer));
     let mut frames = FrameReader::new(reader, &broker.config, request_bytes);
-    let produce_order = Sequencer::default();
-    // What requests see of the connection's security; shared with their tasks.
-    let session = Arc::new(session);
-    // Taken by the reader alone, one request at a time, so turns are granted in request order.
-    let order = Arc::new(RwLock::new(()));
+    let mut sasl_server = session
+        .protocol
+        .uses_sasl()
+        .then(|| broker.sasl.server(peer));
+    if sasl_server.is_some() {
+        frames.limit_bytes = frames.max_frame_bytes.min(MAX_RECEIVE_BYTES);
+    }
+    let mut requests = Requests {
+        broker,
+        // Replaced when SASL authentication names the client.
+        session: Arc::new(session),
+        order: Arc::new(RwLock::new(())),
+        produce_order: Sequencer::default(),
+    };
 
     loop {
         let next = tokio::select! {
@@ -102,23 +117,95 @@ pub async fn serve<S: Transport>(
             _ = queue.closed() => break,
         };
         let Some((frame, permits)) = next else { break };
-        slot.prove();
-        let reply = match codec::decode_request(frame) {
+        let outcome = match sasl_server.as_mut() {
+            None => {
+                slot.prove();
+                let decoded = codec::decode_request(frame);
+                requests.dispatch(decoded, permits, &mut shutdown).await
+            }
+            Some(server) => sasl::frame(server, frame, permits, &requests, &mut shutdown).await,
+        };
+        let keep_open = match outcome {
+            Dispatched::Reply(reply) => queue.send(reply).await.is_ok(),
+            Dispatched::Close => {
+                let _ = ready(&queue, Reply::Close).await;
+                false
+            }
+            Dispatched::Stop => false,
+            Dispatched::Sasl(sasl::Outcome::Continue(reply)) => ready(&queue, reply).await,
+            Dispatched::Sasl(sasl::Outcome::Authenticated(reply, principal)) => {
+                requests.authenticated(principal);
+                // Only an authenticated client keeps its slot against newcomers.
+                slot.prove();
+                frames.limit_bytes = frames.max_frame_bytes;
+                ready(&queue, reply).await
+            }
+            Dispatched::Sasl(sasl::Outcome::Close(reply)) => {
+                if let Some(reply) = reply {
+                    let _ = ready(&queue, reply).await;
+                }
+                let _ = ready(&queue, Reply::Close).await;
+                false
+            }
+        };
+        if !keep_open {
+            break;
+        }
+    }
+    // Dropping the queue lets the writer finish the responses already owed, then stop.
+    drop(queue);
+    if let Err(error) = writer_task.await {
+        tracing::error!(%peer, %error, "connection writer failed");
+    }
+}
+
+/// What the reader does with one frame.
+enum Dispatched {
+    /// Queue the reply of a request running on its own task.
+    Reply(JoinHandle<Reply>),
+    /// Close after the replies already queued.
+    Close,
+    /// Shutting down: stop reading.
+    Stop,
+    Sasl(sasl::Outcome),
+}
+
+/// What the requests of one connection share.
+struct Requests {
+    broker: Arc<Broker>,
+    /// What requests see of the connection's security; shared with their tasks.
+    session: Arc<Session>,
+    /// Taken by the reader alone, one request at a time, so turns are granted in request order.
+    order: Arc<RwLock<()>>,
+    produce_order: Sequencer,
+}
+
+impl Requests {
+    /// Starts serving a decoded request on its own task, once its turn came.
+    async fn dispatch(
+        &self,
+        decoded: Result<codec::Request, RequestError>,
+        permits: Permits,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Dispatched {
+        let peer = self.session.peer;
+        match decoded {
             Ok(request) => {
                 let turn = tokio::select! {
-                    turn = take_turn(&order, request.api_key) => turn,
-                    _ = shutdown.changed() => break,
+                    turn = take_turn(&self.order, request.api_key) => turn,
+                    _ = shutdown.changed() => return Dispatched::Stop,
                 };
-                let broker = broker.clone();
-                let session = session.clone();
+                let broker = self.broker.clone();
+                let session = self.session.clone();
                 // Taken here, in request order, before the request runs on its own task.
-                let ticket = (request.api_key == ApiKey::Produce).then(|| produce_order.ticket());
-                tokio::spawn(async move {
+                let ticket =
+                    (request.api_key == ApiKey::Produce).then(|| self.produce_order.ticket());
+                Dispatched::Reply(tokio::spawn(async move {
                     let _permits = permits;
                     let reply = respond(&broker, request, ticket, &session).await;
                     drop(turn);
                     reply
-                })
+                }))
             }
             Err(RequestError::UnsupportedVersion {
                 api_key: ApiKey::ApiVersions,
@@ -133,25 +220,28 @@ pub async fn serve<S: Transport>(
                         Reply::Close
                     }
                 };
-                tokio::spawn(async move { reply })
+                Dispatched::Reply(tokio::spawn(async move { reply }))
             }
             Err(error) => {
                 // Kafka closes the connection on unknown APIs, unsupported versions and
                 // malformed requests; the client sees a disconnect and reconnects.
                 tracing::info!(%peer, %error, "closing connection: bad request");
-                let _ = queue.send(tokio::spawn(async { Reply::Close })).await;
-                break;
+                Dispatched::Close
             }
-        };
-        if queue.send(reply).await.is_err() {
-            break;
         }
     }
-    // Dropping the queue lets the writer finish the responses already owed, then stop.
-    drop(queue);
-    if let Err(error) = writer_task.await {
-        tracing::error!(%peer, %error, "connection writer failed");
+
+    /// Every later request is served as `principal` (SASL authentication or its renewal).
+    fn authenticated(&mut self, principal: Principal) {
+        let mut renewed = Session::clone(&self.session);
+        renewed.principal = principal;
+        self.session = Arc::new(renewed);
     }
+}
+
+/// Queues a reply that is already known; false once the writer is gone.
+async fn ready(queue: &mpsc::Sender<JoinHandle<Reply>>, reply: Reply) -> bool {
+    queue.send(tokio::spawn(async move { reply })).await.is_ok()
 }
 
 /// The memory a request holds while it is read and served: its share of the connection's
@@ -167,6 +257,8 @@ pub struct Permits {
 struct FrameReader<R> {
     reader: BufReader<R>,
     max_frame_bytes: usize,
+    /// The largest frame read now: `max_frame_bytes`, or less before SASL authentication.
+    limit_bytes: usize,
     idle: Duration,
     read_timeout: Duration,
     /// This connection's request bytes in flight (`max_frame_bytes` in all).
@@ -183,6 +275,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         FrameReader {
             reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader),
             max_frame_bytes: config.max_frame_bytes,
+            limit_bytes: config.max_frame_bytes,
             idle: Duration::from_millis(config.connections_max_idle_ms),
             read_timeout: Duration::from_millis(config.frame_read_timeout_ms),
             // max_frame_bytes <= i32::MAX is checked by the config.
@@ -236,7 +329,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 
     async fn read_len(&mut self) -> Result<Option<usize>, FrameError> {
-        read_frame_len(&mut self.reader, self.max_frame_bytes).await
+        read_frame_len(&mut self.reader, self.limit_bytes).await
     }
 
     /// No request of this connection is being read or served.

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         }
     };
     // Once the settings are known: they choose the format.
+    storage::config::apply_metrics_enabled(&startup.resolved);
     let format = storage::config::log_format(&startup.resolved);
     telemetry::logging::init(format, DEFAULT_LOG_FILTER);
     for warning in &startup.resolved.warnings {

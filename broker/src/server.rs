@@ -101,6 +101,8 @@ async fn accept(bound: Bound, shared: Shared, mut shutdown: watch::Receiver<bool
 
 /// Serves one accepted connection: at once on a plaintext listener, after the handshake on a
 /// TLS one. A connection still handshaking has sent no request: its slot may be taken back.
+/// On SASL listeners the session starts as `User:ANONYMOUS` and `connection::serve` runs the
+/// SASL exchange before serving anything else.
 async fn open(
     stream: TcpStream,
     peer: SocketAddr,
@@ -135,6 +137,12 @@ async fn open(
     match accepted {
         Ok((stream, principal)) => {
             tracing::debug!(%peer, listener = %node.name, %principal, "tls connection established");
+            // On SASL_SSL the SASL exchange names the client, not its certificate (as Kafka).
+            let principal = if node.protocol.uses_sasl() {
+                Principal::anonymous()
+            } else {
+                principal
+            };
             let Shared {
                 broker,
                 request_bytes,

@@ -109,7 +109,9 @@ impl Slots {
                 if let Some((_, evict)) = state.unproven.pop_first() {
                     // Its connection closes and gives the slot back; we wait for that.
                     let _ = evict.send(());
-                    METRICS.evicted.inc();
+                    if telemetry::enabled() {
+                        METRICS.evicted.inc();
+                    }
                     tracing::debug!("evicting the oldest connection that sent no request");
                 }
             }
@@ -121,8 +123,10 @@ impl Slots {
         let id = state.next_id;
         state.next_id += 1;
         state.open += 1;
-        METRICS.open.inc();
-        METRICS.accepted.inc();
+        if telemetry::enabled() {
+            METRICS.open.inc();
+            METRICS.accepted.inc();
+        }
         *state.per_ip.entry(ip).or_insert(0) += 1;
         let (evict, evicted) = oneshot::channel();
         state.unproven.insert(id, evict);
@@ -172,7 +176,9 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut state = self.slots.lock();
         state.open -= 1;
-        METRICS.open.dec();
+        if telemetry::enabled() {
+            METRICS.open.dec();
+        }
         state.unproven.remove(&self.id);
         if let Some(n) = state.per_ip.get_mut(&self.ip) {
             *n -= 1;

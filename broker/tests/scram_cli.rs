@@ -171,3 +171,67 @@ fn scram_set_refuses_bad_input_with_usage_errors() {
         assert!(!text(&output.stderr).contains("pw\n"));
     }
 }
+
+#[tokio::test]
+async fn an_admin_set_before_the_first_start_logs_in_and_administers_acls() {
+    use kafka_protocol::messages::create_acls_request::AclCreation;
+    let dir = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let secret = password_file(dir.path(), "admin-secret", 0o600);
+    let set = scram(
+        data.path(),
+        &[
+            "set",
+            "--user",
+            "admin",
+            "--mechanism",
+            "SCRAM-SHA-512",
+            "--password-file",
+            &secret,
+        ],
+    );
+    assert!(set.status.success(), "{}", text(&set.stderr));
+    let broker = TestBroker::start_on(
+        data,
+        &[
+            "--listeners",
+            "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "--sasl-enabled-mechanisms",
+            "SCRAM-SHA-512",
+            "--authorizer",
+            "acl",
+            "--super-users",
+            "User:admin",
+        ],
+    )
+    .await;
+    // ACL type 2 = TOPIC, pattern 3 = LITERAL, operation 3 = READ, permission 3 = ALLOW.
+    let creation = AclCreation::default()
+        .with_resource_type(2)
+        .with_resource_name(s("orders"))
+        .with_resource_pattern_type(3)
+        .with_principal(s("User:alice"))
+        .with_host(s("*"))
+        .with_operation(3)
+        .with_permission_type(3);
+    let request = CreateAclsRequest::default().with_creations(vec![creation]);
+    let sasl = broker.running.listener_addr("SASL_PLAINTEXT").unwrap();
+
+    let mut wrong = tokio::net::TcpStream::connect(sasl).await.unwrap();
+    assert!(!common::scram_client::login(&mut wrong, "admin", "guess").await);
+    let mut anonymous = broker.client().await;
+    let refused = anonymous.call(ApiKey::CreateAcls, 3, request.clone()).await;
+    let refused = expect_kind!(refused, CreateAcls).results[0].error_code;
+    assert_eq!(
+        refused,
+        kafka_protocol::ResponseError::ClusterAuthorizationFailed.code()
+    );
+
+    let mut admin = tokio::net::TcpStream::connect(sasl).await.unwrap();
+    assert!(common::scram_client::login(&mut admin, "admin", "admin-secret").await);
+    let created = common::call_on(&mut admin, ApiKey::CreateAcls, 3, request).await;
+    assert_eq!(
+        expect_kind!(created.unwrap(), CreateAcls).results[0].error_code,
+        0
+    );
+}

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    storage::config::apply_metrics_enabled(&cli.resolved);
     telemetry::logging::init(
         storage::config::log_format(&cli.resolved),
         DEFAULT_LOG_FILTER,

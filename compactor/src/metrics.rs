@@ -56,6 +56,9 @@ pub fn register() {
 
 /// A compacted file of `bytes` was made visible.
 pub(crate) fn file_written(bytes: u64) {
+    if !telemetry::enabled() {
+        return;
+    }
     METRICS.files_written.inc();
     METRICS.bytes_written.inc_by(bytes);
 }

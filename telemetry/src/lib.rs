@@ -11,3 +11,16 @@ pub mod sampled;
 
 pub use prometheus_client;
 pub use registry::{counter_family, encode, gauge, gauge_family, histogram_family, LatencyFamily};
+
+static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns recording on or off for the whole process (`metrics_enabled`), before any traffic.
+/// Off, counters and histograms stay at zero; gauges read at scrape time still answer.
+pub fn set_enabled(enabled: bool) {
+    ENABLED.store(enabled, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether events are recorded: every recording site asks first.
+pub fn enabled() -> bool {
+    ENABLED.load(std::sync::atomic::Ordering::Relaxed)
+}

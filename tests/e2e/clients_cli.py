@@ -1,13 +1,16 @@
 """Drivers for clients that run as programs: kcat, and our Java, franz-go and sarama programs."""
 
 import json
+import os
 import re
 import subprocess
+from pathlib import Path
 
 from driver import ClientError, Driver, run_lines, spawn_consumer
 from targets import REPO
 
-BIN = REPO / "tests/.work/bin"
+# E2E_BIN_DIR: franz and sarama built elsewhere (a worktree whose tests/.work is shared).
+BIN = Path(os.environ.get("E2E_BIN_DIR", REPO / "tests/.work/bin"))
 JAVA_DIR = REPO / "tests/clients/java/target"
 
 

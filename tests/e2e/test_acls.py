@@ -1,14 +1,15 @@
 """Authorization with Kafka's own ACL tool (`org.apache.kafka.tools.AclCommand`, what
 `kafka-acls.sh` runs, from the Kafka 4.1 jars) and real clients (confluent-kafka).
 
-Every connection is `User:ANONYMOUS` today (TLS and SASL principals come later), so the broker
-runs with the ACL authorizer and `allow.everyone.if.no.acl.found=true`: the tool may administer
+Most tests use PLAINTEXT, where every connection is `User:ANONYMOUS`, so the broker runs with the ACL authorizer and `allow.everyone.if.no.acl.found=true`: the tool may administer
 ACLs while no ACL names the cluster, and refusals come from DENY ACLs on `User:ANONYMOUS` or from
 ACLs for someone else (a resource with ACLs is refused to everyone they do not allow). Ours runs
 `--authorizer acl --allow-everyone-if-no-acl-found true`; the reference Kafka runs
 `authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer` with the same
-default. Every test but the cluster one passes against both (E2E_TARGET=kafka), with the same
-expected output.
+default. The SASL test authenticates User:alice and User:bob with SCRAM-SHA-512 over SASL_SSL
+(a broker with the listeners of test_sasl.py, no allow-everyone, User:ANONYMOUS a super user so
+that the PLAINTEXT side administers). Every test but the cluster one passes against both
+(E2E_TARGET=kafka), with the same expected output.
 """
 
 import os
@@ -26,6 +27,7 @@ import wire
 from cluster import Cluster, tools_available
 from conftest import create_topic
 from targets import REPO, BrokerProcess
+from test_tls import pki  # noqa: F401 (a fixture: the SASL_SSL listener's certificates)
 
 ANONYMOUS = "User:ANONYMOUS"
 AUTHORIZER_SETTINGS = {
@@ -77,9 +79,11 @@ def unique(prefix: str) -> str:
     return f"e2e-acl-{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def produce_one(bootstrap: str, topic: str) -> int:
-    """Produces one record; returns the delivery's error code (0 when stored)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 15000, "retries": 0})
+def produce_one(bootstrap: str, topic: str, security: dict = None) -> int:
+    """Produces one record; returns the delivery's error code (0 when stored). `security`: the
+    client's librdkafka security settings (SASL, TLS)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 15000, "retries": 0,
+                         **(security or {})})
     outcome = []
     producer.produce(topic, b"v", on_delivery=lambda err, msg: outcome.append(err))
     producer.flush(20)
@@ -136,10 +140,10 @@ def test_a_producer_without_write_gets_topic_authorization_failed(secured):
     assert produce_one(secured.bootstrap, topic) == 0
 
 
-def consume_error(bootstrap: str, topic: str, group: str, timeout_s: float = 30):
+def consume_error(bootstrap: str, topic: str, group: str, timeout_s: float = 30, security: dict = None):
     """Subscribes in `group` and reads from the start: None once a record arrives, else the error."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "session.timeout.ms": 6000})
+                         "session.timeout.ms": 6000, **(security or {})})
     consumer.subscribe([topic])
     deadline = time.monotonic() + timeout_s
     try:
@@ -280,3 +284,34 @@ def test_an_acl_made_on_one_broker_is_enforced_by_another_within_a_second(acl_cl
     listed = parse(kafka_acls(acl_cluster.brokers[2].bootstrap, "--list", "--topic", topic))
     assert listed == {("TOPIC", topic, "LITERAL"): {(ANONYMOUS, "*", "WRITE", "DENY")}}
     print(f"ACL made on broker {a.broker_id} enforced by broker {b.broker_id} after {took * 1000:.0f} ms")
+
+
+@pytest.fixture(scope="module")
+def sasl_secured(target, pki, tmp_path_factory):  # noqa: F811
+    from sasl_setup import authorizer_settings, make_oauth, start_sasl_broker
+    oauth = make_oauth(tmp_path_factory.mktemp("acl-oauth"))
+    b = start_sasl_broker(target, pki, oauth, tmp_path_factory.mktemp("acl-sasl") / target,
+                          authorizer_settings(target, ANONYMOUS))
+    yield b
+    b.stop()
+
+
+def test_a_scram_principal_is_allowed_and_refused_as_its_acls_say(sasl_secured, pki):  # noqa: F811
+    from sasl_setup import sasl_driver
+    b = sasl_secured
+    alice, bob = (sasl_driver("confluent", b.address("SASL_SSL"), pki, user=u).security for u in ("alice", "bob"))
+    topic, group = create_topic(b.bootstrap, unique("sasl")), unique("sasl-group")
+    sasl = b.address("SASL_SSL")
+    # No ACL names alice: authenticated, she may do nothing.
+    assert produce_one(sasl, topic, alice) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    kafka_acls(b.bootstrap, "--add", "--allow-principal", "User:alice", "--operation", "Write",
+               "--operation", "Read", "--topic", topic)
+    assert produce_one(sasl, topic, alice) == 0
+    # The ACL is alice's, not the connection's: bob, on the same listener, is still refused.
+    assert produce_one(sasl, topic, bob) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    # READ on the topic but not on the group: she cannot consume in it.
+    assert consume_error(sasl, topic, group, security=alice) == KafkaError.GROUP_AUTHORIZATION_FAILED
+    kafka_acls(b.bootstrap, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--group", group)
+    assert consume_error(sasl, topic, group, security=alice) is None
+    assert consume_error(sasl, topic, group, security=bob) in (KafkaError.GROUP_AUTHORIZATION_FAILED,
+                                                               KafkaError.TOPIC_AUTHORIZATION_FAILED)

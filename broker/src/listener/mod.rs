@@ -90,7 +90,6 @@ pub fn from_settings(r: &Resolved) -> Result<Vec<ListenerConfig>, ConfigError> {
             port: listener.port,
         });
     }
-    refuse_sasl(&out)?;
     Ok(out)
 }
 
@@ -206,22 +205,6 @@ fn advertised_map(
         out.insert(address.name, endpoint);
     }
     Ok(out)
-}
-
-/// SASL listeners parse, but the SASL exchange is not built yet: a listener that could
-/// authenticate nobody is refused when the broker starts rather than served half-way.
-fn refuse_sasl(listeners: &[ListenerConfig]) -> Result<(), ConfigError> {
-    match listeners.iter().find(|l| l.protocol.uses_sasl()) {
-        Some(listener) => Err(invalid(
-            s::LISTENERS.key,
-            format!(
-                "listener {} uses {}: SASL authentication is not supported yet (use PLAINTEXT or SSL)",
-                listener.name,
-                listener.protocol.name()
-            ),
-        )),
-        None => Ok(()),
-    }
 }
 
 #[cfg(test)]

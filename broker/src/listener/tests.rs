@@ -173,16 +173,31 @@ fn errors_name_the_setting_to_fix() {
 }
 
 #[test]
-fn sasl_listeners_parse_but_are_refused_until_sasl_exists() {
+fn sasl_listeners_take_their_protocol_from_the_name_or_the_map() {
     let map = parse::protocol_map("A:SASL_PLAINTEXT,B:SASL_SSL").unwrap();
     assert_eq!(map["A"], SecurityProtocol::SaslPlaintext);
     assert_eq!(map["B"], SecurityProtocol::SaslSsl);
+    let protocols: Vec<SecurityProtocol> = listeners(&[
+        "--listeners",
+        "PLAINTEXT://:1,SASL_PLAINTEXT://:2,EXTERNAL://:3",
+        "--listener-security-protocol-map",
+        "EXTERNAL:SASL_PLAINTEXT",
+    ])
+    .iter()
+    .map(|l| l.protocol)
+    .collect();
     assert_eq!(
-        error(&["--listeners", "PLAINTEXT://:1,SASL_PLAINTEXT://:2"]),
-        "invalid setting listeners: listener SASL_PLAINTEXT uses SASL_PLAINTEXT: SASL \
-         authentication is not supported yet (use PLAINTEXT or SSL)"
+        protocols,
+        [
+            SecurityProtocol::Plaintext,
+            SecurityProtocol::SaslPlaintext,
+            SecurityProtocol::SaslPlaintext
+        ]
     );
-    assert!(error(&["--listeners", "SASL_SSL://:2"]).contains("SASL_SSL"));
+    assert_eq!(
+        error(&["--listeners", "SASL_SSL://:2"]),
+        "invalid setting ssl_cert_file: required by the TLS listener SASL_SSL"
+    );
 }
 
 #[test]

@@ -52,6 +52,9 @@ pub(super) fn register() {
 
 /// Records one served request; `response` is `None` for acks=0 produce and closed connections.
 pub fn record_request(api: ApiKey, elapsed: Duration, response: Option<&ResponseKind>) {
+    if !telemetry::enabled() {
+        return;
+    }
     let request = format!("{api:?}");
     let labels = RequestLabels { request };
     METRICS.requests.get_or_create(&labels).inc();

@@ -42,6 +42,9 @@ pub(super) fn register() {
 
 /// A batch of `records` records, `bytes` long, acknowledged on `topic`.
 pub fn produced(topic: &str, records: u32, bytes: u32) {
+    if !telemetry::enabled() {
+        return;
+    }
     let labels = TopicLabels {
         topic: topic.to_string(),
     };
@@ -57,6 +60,9 @@ pub fn produced(topic: &str, records: u32, bytes: u32) {
 
 /// `bytes` of records of `topic` in a fetch response.
 pub fn fetched(topic: &str, bytes: usize) {
+    if !telemetry::enabled() {
+        return;
+    }
     let labels = TopicLabels {
         topic: topic.to_string(),
     };

@@ -224,6 +224,9 @@ impl Quotas {
             return;
         }
         self.mute(peer, now + throttle, now);
+        if !telemetry::enabled() {
+            return;
+        }
         let labels = KindLabels {
             quota: kind.label(),
         };

@@ -2,8 +2,8 @@
 //! state. Every version in `protocol::versions::SASL_APIS` is sent through the real codecs
 //! (encoded as a client does, decoded as a SASL listener does, answered by
 //! `handlers::sasl::serve` on a `SaslServer` of the in-process broker, the answer encoded and
-//! decoded back) with SCRAM credentials stored through AlterUserScramCredentials. When the
-//! connection layer drives SaslServer on a SASL listener, these become socket round trips.
+//! decoded back) with SCRAM credentials stored through AlterUserScramCredentials. The same
+//! exchanges over sockets, through the connection layer, are in `broker/tests/sasl.rs`.
 
 use base64::Engine;
 use broker::handlers::sasl::{serve, After};

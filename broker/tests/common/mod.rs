@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod pki;
+pub mod scram_client;
 
 use std::net::SocketAddr;
 use std::time::Duration;

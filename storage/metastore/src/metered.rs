@@ -59,6 +59,9 @@ async fn timed<T>(
     operation: &'static str,
     run: impl Future<Output = MetaResult<T>>,
 ) -> MetaResult<T> {
+    if !telemetry::enabled() {
+        return run.await;
+    }
     let started = Instant::now();
     let result = run.await;
     let labels = OperationLabels { operation };

@@ -116,6 +116,11 @@ impl Location {
 pub use telemetry::http::HttpListen;
 pub use telemetry::logging::LogFormat;
 
+/// Applies `metrics_enabled` to the process.
+pub fn apply_metrics_enabled(resolved: &Resolved) {
+    telemetry::set_enabled(resolved.get(&s::METRICS_ENABLED));
+}
+
 /// `log_format`; its check lets only `text` and `json` through.
 pub fn log_format(resolved: &Resolved) -> LogFormat {
     LogFormat::parse(&resolved.get(&s::LOG_FORMAT)).unwrap_or(LogFormat::Text)

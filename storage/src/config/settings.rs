@@ -9,7 +9,14 @@ use crate::settings::{AnySetting, Setting, Unit};
 pub static LOCATION: &[&dyn AnySetting] = &[&DATA_DIR, &OBJECT_STORE, &METASTORE];
 
 /// The HTTP listener of metrics and health checks, on both binaries.
-pub static OBSERVABILITY: &[&dyn AnySetting] = &[&HTTP_LISTEN, &LOG_FORMAT];
+pub static OBSERVABILITY: &[&dyn AnySetting] = &[&HTTP_LISTEN, &METRICS_ENABLED, &LOG_FORMAT];
+
+pub static METRICS_ENABLED: Setting<bool> = Setting::new(
+    "metrics_enabled",
+    true,
+    Unit::None,
+    "Record metrics; off, counters and histograms stay at zero and only scrape-time gauges answer (to measure what instrumentation costs)",
+);
 
 pub static LOG_FORMAT: Setting<String> = Setting::new(
     "log_format",

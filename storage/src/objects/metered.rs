@@ -58,6 +58,9 @@ pub type MeteredObjectStore = Intercepted<Meter>;
 #[async_trait]
 impl Interceptor for Meter {
     async fn before(&self, call: &Call) -> Result<()> {
+        if !telemetry::enabled() {
+            return Ok(());
+        }
         let labels = OperationLabels {
             operation: call.operation.name(),
         };
@@ -66,6 +69,9 @@ impl Interceptor for Meter {
     }
 
     fn finished(&self, call: &Call, elapsed: Duration, outcome: Finished) {
+        if !telemetry::enabled() {
+            return;
+        }
         let labels = OperationLabels {
             operation: call.operation.name(),
         };

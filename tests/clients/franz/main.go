@@ -4,7 +4,8 @@
 // Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
 // describe-configs, create-partitions, delete-topic, group (a consumer group member, see
 // group.go). --tls-ca, --tls-cert and --tls-key connect over TLS (see tls.go; not in group
-// mode). Each result is one JSON object per stdout line;
+// mode); --sasl-mechanism, --sasl-user and --sasl-password authenticate (see sasl.go). Each
+// result is one JSON object per stdout line;
 // a failure prints {"error": "..."} and exits 1.
 package main
 
@@ -92,6 +93,9 @@ func main() {
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("e2e-franz")}
 	if cfg := tlsConfig(get); cfg != nil {
 		opts = append(opts, kgo.DialTLSConfig(cfg))
+	}
+	if opt := saslOpt(get); opt != nil {
+		opts = append(opts, opt)
 	}
 	mode := os.Args[1]
 	if mode == "group" {

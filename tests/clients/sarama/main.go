@@ -3,7 +3,8 @@
 // Usage: sarama MODE --bootstrap B --topic T [--flag value]...
 // Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
 // describe-configs, create-partitions, delete-topic. --tls-ca, --tls-cert and --tls-key connect
-// over TLS (see tls.go). Each result is one JSON object per stdout line;
+// over TLS (see tls.go); --sasl-mechanism, --sasl-user and --sasl-password authenticate (see
+// sasl.go). Each result is one JSON object per stdout line;
 // a failure prints {"error": "..."} and exits 1.
 package main
 
@@ -93,6 +94,7 @@ func main() {
 		cfg.Net.TLS.Enable = true
 		cfg.Net.TLS.Config = tlsCfg
 	}
+	saslConfig(cfg, get)
 
 	brokers := strings.Split(get("bootstrap", "127.0.0.1:9092"), ",")
 	topic := get("topic", "")

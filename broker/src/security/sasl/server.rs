@@ -183,6 +183,27 @@ impl SaslServer {
         }
     }
 
+    /// A request `admit` answered `Close` for: logs it as a failed authentication (through
+    /// the rate-limited failure log) and ends the exchange; the connection then closes.
+    pub fn refuse_request(&mut self, api_key: ApiKey) {
+        let mechanism = match &self.state {
+            State::Authenticating { exchange, .. } => exchange.mechanism().name(),
+            State::Authenticated(session) => session.mechanism.name(),
+            _ => "none",
+        };
+        let reason = if self.is_expired() {
+            format!("{api_key:?} request after the session expired, without re-authentication")
+        } else {
+            format!("unexpected {api_key:?} request during sasl authentication")
+        };
+        let attempted = self.session().map(|s| s.principal.name.clone());
+        let now = self.now_ms();
+        self.shared
+            .failures
+            .record(now, self.peer, mechanism, attempted.as_deref(), &reason);
+        self.state = State::Failed;
+    }
+
     /// SaslHandshake `version` asking for `mechanism`.
     pub fn handshake(&mut self, version: i16, mechanism: &str) -> Result<(), SaslRefusal> {
         let framing = if version == 0 {
