@@ -200,12 +200,14 @@ impl Requests {
                 // Taken here, in request order, before the request runs on its own task.
                 let ticket =
                     (request.api_key == ApiKey::Produce).then(|| self.produce_order.ticket());
-                Dispatched::Reply(tokio::spawn(async move {
+                // On its own task, still inside the connection's span.
+                let task = async move {
                     let _permits = permits;
                     let reply = respond(&broker, request, ticket, &session).await;
                     drop(turn);
                     reply
-                }))
+                };
+                Dispatched::Reply(tokio::spawn(tracing::Instrument::in_current_span(task)))
             }
             Err(RequestError::UnsupportedVersion {
                 api_key: ApiKey::ApiVersions,

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use crate::connection::{self, RequestBytes};
 use crate::context::{Broker, NodeListener};
@@ -90,10 +91,17 @@ async fn accept(bound: Bound, shared: Shared, mut shutdown: watch::Receiver<bool
         };
         tracing::debug!(%peer, listener = %listener.node.name, "connection accepted");
         let (shared, shutdown, listener) = (shared.clone(), shutdown.clone(), listener.clone());
-        connections.spawn(async move {
-            open(stream, peer, &listener, shared, shutdown, slot).await;
-            tracing::debug!(%peer, "connection closed");
-        });
+        // Every line logged while serving the connection names it (requests nest their span).
+        let span = tracing::info_span!("connection", listener = %listener.node.name, %peer);
+        let open_here = crate::metrics::connection_opened(&listener.node.name);
+        connections.spawn(
+            async move {
+                open(stream, peer, &listener, shared, shutdown, slot).await;
+                drop(open_here);
+                tracing::debug!("connection closed");
+            }
+            .instrument(span),
+        );
     }
     drop(tcp);
     drain(connections, &listener.node.name, &shared.broker).await;

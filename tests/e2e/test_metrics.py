@@ -81,6 +81,7 @@ def test_metrics_after_a_produce_and_consume_name_the_topic_and_the_bytes_moved(
         assert sample(text, "diskless_metastore_operation_duration_seconds_count", operation="put") >= 1
         assert sample(text, "diskless_produce_pending_bytes_limit") > 0
         assert "kafka_server_connections " in text
+        assert 'kafka_server_listener_connections{listener="PLAINTEXT"}' in text
         assert text.rstrip().endswith("# EOF")
         documented = (REPO / "docs/metrics.md").read_text()
         for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M):
@@ -155,3 +156,5 @@ def test_json_logs_are_one_object_per_line_with_the_request_span(tmp_path):
     span = created[0]["span"]
     assert span["name"] == "request" and span["api"] == "CreateTopics"
     assert "principal" in span and "client_id" in span and "version" in span
+    assert [s["name"] for s in created[0]["spans"]] == ["connection", "request"]
+    assert created[0]["spans"][0]["listener"] == "PLAINTEXT"

@@ -2,11 +2,13 @@
 //! connections, pending produce bytes, groups by state. Object-store and MetaStore metrics are
 //! recorded in `storage`, the HTTP listener is `telemetry`'s.
 
+mod connections;
 mod gauges;
 mod requests;
 mod response_errors;
 mod topics;
 
+pub use connections::connection_opened;
 pub use gauges::{register_broker_gauges, spawn_group_sampler};
 pub use requests::record_request;
 pub use topics::{fetched, produced};
@@ -18,5 +20,6 @@ pub fn register() {
     storage::objects::register_metrics();
     metastore::register_metrics();
     crate::slots::register_metrics();
+    connections::register();
     crate::quotas::register_metrics();
 }
