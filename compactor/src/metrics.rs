@@ -48,10 +48,37 @@ static TASKS: LazyLock<Family<StateLabels, Gauge>> = LazyLock::new(|| {
 
 const TASK_SAMPLE_INTERVAL: Duration = Duration::from_secs(5);
 
+static BACKLOG: LazyLock<Gauge> = LazyLock::new(|| {
+    telemetry::gauge(
+        "diskless_compactor_backlog_bytes",
+        "WAL bytes not yet compacted when the last pass planned its work (at most one index page, 1024 entries, per stream)",
+    )
+});
+
+/// Bytes counted for the pass being planned.
+static BACKLOG_PLANNING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+pub(crate) fn backlog_pass_started() {
+    BACKLOG_PLANNING.store(0, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A stream's uncompacted RAW bytes, as planning found them.
+pub(crate) fn backlog_seen(bytes: u64) {
+    BACKLOG_PLANNING.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub(crate) fn backlog_pass_planned() {
+    if telemetry::enabled() {
+        let bytes = BACKLOG_PLANNING.load(std::sync::atomic::Ordering::Relaxed);
+        BACKLOG.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+}
+
 /// Lists the metrics before the first file.
 pub fn register() {
     LazyLock::force(&METRICS);
     LazyLock::force(&TASKS);
+    LazyLock::force(&BACKLOG);
 }
 
 /// A compacted file of `bytes` was made visible.

@@ -70,6 +70,7 @@ impl Scheduler<'_> {
             .chain(existing.keys().cloned())
             .collect();
         report.streams = streams.len();
+        crate::metrics::backlog_pass_started();
 
         // The leader plans every stream's next task first, so pending work is on record (only
         // the task is kept: entries are read again when it runs, so memory stays per worker)...
@@ -84,6 +85,7 @@ impl Scheduler<'_> {
             .buffer_unordered(self.config.workers.max(1))
             .collect()
             .await;
+        crate::metrics::backlog_pass_planned();
         // ...then workers run the tasks, each stream's ranges in order.
         let runs: Vec<_> = futures::stream::iter(planned)
             .map(|(s, planned)| async move {
@@ -168,6 +170,12 @@ impl Scheduler<'_> {
     ) -> Result<Option<Planned>, CompactorError> {
         let compactor = self.stream_compactor();
         let (compacted, entries) = compactor.prepare(stream).await?;
+        let raw_bytes: u64 = entries
+            .iter()
+            .filter(|e| e.entry.file_type == storage::FileType::Raw)
+            .map(|e| u64::from(e.entry.byte_len))
+            .sum();
+        crate::metrics::backlog_seen(raw_bytes);
         if let Some(task) = existing {
             if task.end_offset <= compacted {
                 // Its swap finished but the DONE record was lost.

@@ -137,6 +137,7 @@ def test_readyz_is_unready_while_the_metastore_is_stopped_and_ready_once_it_is_b
         assert get(broker_http, "/readyz")[0] == 200
         _, text = get(compactor_http, "/metrics")
         assert "diskless_compactor_files_written_total" in text
+        assert "diskless_compactor_backlog_bytes " in text
         assert "diskless_metastore_operation_duration_seconds" in text
     finally:
         cluster.stop()
