@@ -19,7 +19,7 @@ use metastore::MetaStore;
 use storage::index::{Index, LocatedEntry};
 use storage::topics::{self, TopicDefaults, TopicRecord};
 
-pub use segments::SegmentRules;
+pub use segments::{SegmentRules, Segmenter};
 pub use trim::RetentionPolicy;
 
 use crate::CompactorError;
@@ -39,9 +39,12 @@ impl RetentionPolicy {
         defaults: &TopicDefaults,
     ) -> Result<RetentionPolicy, topics::TopicError> {
         let config = record.config(defaults)?;
+        // `retention.*` applies only where the policy has `delete` (Kafka: a `compact` topic
+        // keeps everything its key compaction keeps; DeleteRecords still trims it).
+        let delete = config.cleanup_policy.delete;
         Ok(RetentionPolicy {
-            retention_ms: config.retention_ms,
-            retention_bytes: config.retention_bytes,
+            retention_ms: config.retention_ms.filter(|_| delete),
+            retention_bytes: config.retention_bytes.filter(|_| delete),
             segments: SegmentRules {
                 segment_bytes: config.segment_bytes,
                 segment_ms: config.segment_ms,
@@ -52,7 +55,7 @@ impl RetentionPolicy {
 }
 
 /// The batches of an index entry, with their offsets, as the segments see them.
-fn batches_of(entry: &LocatedEntry) -> impl Iterator<Item = BatchAt> + '_ {
+pub(crate) fn batches_of(entry: &LocatedEntry) -> impl Iterator<Item = BatchAt> + '_ {
     let mut base_offset = entry.base_offset;
     entry.entry.batches.iter().map(move |b| {
         let batch = BatchAt {
@@ -68,7 +71,7 @@ fn batches_of(entry: &LocatedEntry) -> impl Iterator<Item = BatchAt> + '_ {
 }
 
 /// Bytes of an entry's batches as appended (a PARQUET entry keeps the lengths it was built from).
-fn entry_bytes(entry: &LocatedEntry) -> u64 {
+pub(crate) fn entry_bytes(entry: &LocatedEntry) -> u64 {
     entry.entry.batches.iter().map(|b| u64::from(b.len)).sum()
 }
 

@@ -59,8 +59,9 @@ impl RebuiltGroup {
         Some(base + u64::from(batch.records))
     }
 
-    /// Batches from the one holding `offset` until about `max_bytes` (at least one), without
-    /// copying; `None` if the group ends before `offset`.
+    /// Batches from the one holding `offset` (or the first after it, across a gap left by key
+    /// compaction) until about `max_bytes` (at least one) or the next gap, without copying;
+    /// `None` if the group ends before `offset`.
     pub fn read_from(&self, offset: u64, max_bytes: usize) -> Option<RebuiltBatches> {
         let first = self
             .base_offsets
@@ -68,7 +69,10 @@ impl RebuiltGroup {
             .zip(&self.batches)
             .position(|(base, b)| base + u64::from(b.records) > offset)?;
         let mut last = first + 1;
+        // A run ends at a gap a key compaction left: a chunk's batches tile its offsets.
         while last < self.batches.len()
+            && self.base_offsets[last]
+                == self.base_offsets[last - 1] + u64::from(self.batches[last - 1].records)
             && self.positions[last + 1] - self.positions[first] <= max_bytes
         {
             last += 1;
@@ -80,6 +84,17 @@ impl RebuiltGroup {
                 .bytes
                 .slice(self.positions[first]..self.positions[last]),
         })
+    }
+}
+
+impl RebuiltGroup {
+    /// Every rebuilt batch of the row group, back to back, with its base offset (the
+    /// compactor's key compaction reads whole row groups).
+    pub fn all_batches(&self) -> impl Iterator<Item = (u64, Bytes)> + '_ {
+        self.base_offsets
+            .iter()
+            .zip(self.positions.windows(2))
+            .map(|(base, span)| (*base, self.bytes.slice(span[0]..span[1])))
     }
 }
 
@@ -223,13 +238,22 @@ pub fn read_batches(
         let Some(read) = rebuilt.read_from(next, max_bytes.saturating_sub(out.len())) else {
             continue;
         };
+        if base_offset.is_some() && read.base_offset != next {
+            break; // a gap: the answer is one contiguous run
+        }
         base_offset.get_or_insert(read.base_offset);
         out.extend_from_slice(&read.bytes);
         batches.extend_from_slice(&read.batches);
-        match rebuilt.end_offset() {
-            Some(end) if out.len() < max_bytes => next = end,
-            _ => break,
+        let end = read.base_offset
+            + read
+                .batches
+                .iter()
+                .map(|b| u64::from(b.records))
+                .sum::<u64>();
+        if out.len() >= max_bytes || rebuilt.end_offset() != Some(end) {
+            break;
         }
+        next = end;
     }
     let base_offset = base_offset.ok_or_else(|| {
         CompactedError::Parquet(format!(
