@@ -2,15 +2,20 @@
 without a key refused on produce, and key compaction read back by a real consumer. Every test
 passes against the reference Kafka too (E2E_TARGET=kafka)."""
 
+import os
 import struct
+import subprocess
 import time
 import uuid
+from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourceType)
 
 import wire
+from conftest import wait_for_leaders
+from targets import BrokerProcess
 
 INVALID_RECORD = 87
 DYNAMIC_TOPIC, DEFAULT = 1, 5
@@ -128,3 +133,149 @@ def test_a_client_producing_without_a_key_gets_invalid_record(broker, new_topic)
     assert got[0] is not None and got[0].code() == KafkaError.INVALID_RECORD, got
     assert got[1] is None, got
     assert latest_offset(broker, topic) == 1
+
+
+# --- key compaction, read back by a real client ------------------------------------------------
+
+KEYS, ROUNDS = 40, 8
+DELETED = {f"key-{i}" for i in range(5)}
+REPO = Path(__file__).resolve().parents[2]
+
+
+def compactor_once(data_dir: Path) -> None:
+    """One full pass of our compactor on the broker's data dir (the broker compacts nothing)."""
+    command = [os.environ.get("COMPACTOR_BIN", str(REPO / "target/debug/compactor")), "--data-dir",
+               str(data_dir), "--object-store", f"file://{data_dir}/objects", "--metastore", "embedded",
+               "--compaction-min-bytes", "0", "--compaction-min-age-ms", "0",
+               "--compaction-grace-period-ms", "0", "--once"]
+    subprocess.run(command, check=True, capture_output=True, timeout=120)
+
+
+def produce_updates(bootstrap: str, topic: str) -> dict:
+    """Rounds of updates of every key (a segment each: rounds are further apart than segment.ms),
+    the last round deleting some keys, then a sentinel in a segment of its own. Returns
+    offset -> (key, value or None)."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": False})
+    produced = {}
+
+    def delivered(err, msg):
+        assert err is None, err
+        produced[msg.offset()] = (msg.key().decode(), None if msg.value() is None else msg.value().decode())
+
+    for round_no in range(ROUNDS):
+        for i in range(KEYS):
+            key = f"key-{i}"
+            value = None if round_no == ROUNDS - 1 and key in DELETED else f"{key}-v{round_no}"
+            p.produce(topic, key=key.encode(), value=None if value is None else value.encode(), partition=0,
+                      on_delivery=delivered)
+        assert p.flush(30) == 0
+        time.sleep(0.3)
+    time.sleep(0.3)
+    p.produce(topic, key=b"sentinel", value=b"s", partition=0, on_delivery=delivered)
+    assert p.flush(30) == 0
+    assert len(produced) == KEYS * ROUNDS + 1
+    return produced
+
+
+def read_from(bootstrap: str, topic: str, offset: int, until: int) -> list:
+    """(offset, key, value) from `offset` until the record at `until` (the sentinel) was read."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, 0, offset)])
+    out, deadline = [], time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None or m.error():
+                continue
+            out.append((m.offset(), m.key().decode(), None if m.value() is None else m.value().decode()))
+            if m.offset() >= until:
+                break
+    finally:
+        c.close()
+    return out
+
+
+def live_view(produced: dict) -> dict:
+    latest = {}
+    for offset in sorted(produced):
+        key, value = produced[offset]
+        latest[key] = (offset, value)
+    return latest
+
+
+def test_keyed_updates_read_back_after_compaction_hold_the_latest_value_of_every_key(target, tmp_path):
+    # Kafka's cleaner looks for work every 200 ms; ours compacts only when the test runs it.
+    settings = {"log.cleaner.backoff.ms": "200"} if target == "kafka" else {"compaction": "false"}
+    b = BrokerProcess(target, tmp_path / "broker", settings=settings)
+    b.start()
+    try:
+        run_compaction_scenario(b, target)
+    finally:
+        b.stop()
+
+
+def run_compaction_scenario(b, target) -> None:
+    topic = f"e2e-compact-{uuid.uuid4().hex[:8]}"
+    config = {"cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+              "delete.retention.ms": "100", "min.compaction.lag.ms": "0"}
+    a = admin(b)
+    a.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(timeout=30)
+    wait_for_leaders(b.bootstrap, topic, 1)
+    produced = produce_updates(b.bootstrap, topic)
+    sentinel = max(produced)
+    latest = live_view(produced)
+
+    def compacted() -> list:
+        if target == "ours":
+            compactor_once(b.data_dir)
+        return read_from(b.bootstrap, topic, 0, sentinel)
+
+    # Kafka's cleaner runs on its own; ours when the compactor passes. Both keep only the latest
+    # record of every key below the active segment: wait for that.
+    def below_sentinel_once_per_key(got: list) -> bool:
+        keys = [k for o, k, _ in got if o < sentinel]
+        return bool(got) and got[-1][0] == sentinel and len(keys) == len(set(keys))
+
+    deadline = time.monotonic() + 90
+    got = compacted()
+    while not below_sentinel_once_per_key(got) and time.monotonic() < deadline:
+        time.sleep(1)
+        got = compacted()
+    assert below_sentinel_once_per_key(got), f"{len(got)} records read, not compacted"
+
+    # Offsets never change, order is kept, and every key reads as its latest record.
+    for offset, key, value in got:
+        assert produced[offset] == (key, value), offset
+    assert [o for o, _, _ in got] == sorted(o for o, _, _ in got)
+    seen = {k: (o, v) for o, k, v in got}
+    for key, (offset, value) in latest.items():
+        if value is not None:
+            assert seen[key] == (offset, value), key
+        else:
+            assert key not in seen or seen[key] == (offset, None), key  # a tombstone, or gone
+    assert len(got) < len(produced)
+
+    # A consumer seeking into a gap lands on the next record; so does a committed offset there.
+    kept = [o for o, _, _ in got]
+    gap = next(o for o in range(sentinel) if o not in kept)
+    after_gap = next(o for o in kept if o > gap)
+    assert read_from(b.bootstrap, topic, gap, sentinel)[0][0] == after_gap
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(topic, 0, gap)], asynchronous=False)
+    c.close()
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": "latest"})
+    c.subscribe([topic])
+    first, deadline = None, time.monotonic() + 30
+    while first is None and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            first = m.offset()
+    c.close()
+    assert first == after_gap
+    # ListOffsets: the log still starts at 0 and ends after the sentinel.
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group})
+    assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, sentinel + 1)
+    c.close()
