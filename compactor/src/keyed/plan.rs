@@ -98,7 +98,6 @@ mod tests {
 
     const MINUTE_MS: u64 = 60_000;
 
-
     fn due(entries: usize, cleanable_end: u64) -> Option<Due> {
         Some(Due {
             entries,

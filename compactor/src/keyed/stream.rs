@@ -281,7 +281,7 @@ impl KeyCompactor<'_> {
             self.config.compacted_prefix
         );
         Ok(Group {
-            writer: FileWriter::new(stream, &WriterOptions::default())?,
+            writer: FileWriter::key_compacted(stream, &WriterOptions::default())?,
             upload: Upload::new(self.objects.clone(), Path::from(object_key.as_str())),
             object_key,
             base_offset,

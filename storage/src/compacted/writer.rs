@@ -10,7 +10,7 @@ use parquet::file::writer::SerializedFileWriter;
 
 use super::columns::{self, Columns};
 use super::row_group::{push_batch, write_group};
-use super::{CompactedError, FORMAT_VERSION, FORMAT_VERSION_KEY};
+use super::{CompactedError, FORMAT_VERSION, FORMAT_VERSION_KEY, KEY_COMPACTED_FORMAT_VERSION};
 use crate::index::{BatchMeta, ProducerMeta};
 use record_batch::{decode_batch, split_batches, DecodedBatch};
 
@@ -76,8 +76,22 @@ pub struct FileWriter {
 
 impl FileWriter {
     pub fn new(stream: &str, options: &WriterOptions) -> Result<Self, CompactedError> {
+        Self::with_version(stream, options, FORMAT_VERSION)
+    }
+
+    /// A writer of a key-compacted file (format version 2: gaps allowed), filled with
+    /// [`FileWriter::push_decoded`].
+    pub fn key_compacted(stream: &str, options: &WriterOptions) -> Result<Self, CompactedError> {
+        Self::with_version(stream, options, KEY_COMPACTED_FORMAT_VERSION)
+    }
+
+    fn with_version(
+        stream: &str,
+        options: &WriterOptions,
+        version: &str,
+    ) -> Result<Self, CompactedError> {
         let metadata = vec![
-            KeyValue::new(FORMAT_VERSION_KEY.into(), FORMAT_VERSION.to_string()),
+            KeyValue::new(FORMAT_VERSION_KEY.into(), version.to_string()),
             KeyValue::new("kafka.stream".into(), stream.to_string()),
         ];
         let props = WriterProperties::builder()
