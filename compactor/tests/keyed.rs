@@ -13,12 +13,17 @@
 )]
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use compactor::{Compactor, CompactorConfig, PassReport};
-use metastore::{EmbeddedMetaStore, MetaOptions, MetaStore, PutOptions};
+use futures::stream::BoxStream;
+use metastore::{
+    Comparison, EmbeddedMetaStore, Expect, MetaError, MetaOptions, MetaResult, MetaStore,
+    Notification, PutOptions, PutResult, Record,
+};
 use object_store::ObjectStore;
 use storage::compacted::{BatchHeader, RecordRow};
 use storage::record_batch::{decode_batch, encode_batch, split_batches};
@@ -144,6 +149,9 @@ fn config(dedupe_buffer_bytes: u64) -> CompactorConfig {
         file_batches_max: 16,
         // Replaced files stay while readers may still read them.
         grace_period_ms: 600_000,
+        // A simulated crash fails a WAL task: retried on the next pass.
+        retry_backoff_ms: 1,
+        retry_backoff_max_ms: 1,
         dedupe_buffer_bytes,
         ..CompactorConfig::default()
     }
@@ -260,6 +268,10 @@ async fn only_the_latest_record_of_each_key_stays_at_its_offset_below_the_active
     // below the one they asked for, so they land on the next record.
     let read = storage.read(&stream, 4, 1 << 20).await.unwrap();
     assert_eq!(read.chunks[0].base_offset, 3);
+    // Batches keep their producer's codec (batch 2 was snappy).
+    let read = storage.read(&stream, 5, 1).await.unwrap();
+    let header = BatchHeader::parse(&read.chunks[0].bytes).unwrap();
+    assert_eq!((header.base_offset, header.codec()), (5, 2));
     let next = consume(&storage, &stream)
         .await
         .into_iter()
@@ -414,4 +426,214 @@ async fn a_random_history_of_puts_and_deletes_compacts_to_exactly_the_live_keys(
         assert_eq!(got.len(), records, "{stream}: one record per key");
         assert_eq!(got, live, "{stream}");
     }
+}
+
+/// A MetaStore whose writes all fail after the first `allowed` ones, as if the process died.
+struct CrashAfter {
+    inner: Arc<dyn MetaStore>,
+    left: AtomicI64,
+}
+
+impl CrashAfter {
+    fn crashed(&self) -> bool {
+        self.left.load(Ordering::SeqCst) < 0
+    }
+    fn write(&self) -> MetaResult<()> {
+        if self.left.fetch_sub(1, Ordering::SeqCst) <= 0 {
+            return Err(MetaError::Unavailable("crashed".into()));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl MetaStore for CrashAfter {
+    async fn put(&self, key: &str, value: Bytes, options: PutOptions) -> MetaResult<PutResult> {
+        self.write()?;
+        self.inner.put(key, value, options).await
+    }
+    async fn get(&self, key: &str, c: Comparison, p: Option<&str>) -> MetaResult<Option<Record>> {
+        self.inner.get(key, c, p).await
+    }
+    async fn delete(&self, key: &str, expect: Expect, p: Option<&str>) -> MetaResult<()> {
+        self.write()?;
+        self.inner.delete(key, expect, p).await
+    }
+    async fn delete_range(&self, min: &str, max: &str, p: Option<&str>) -> MetaResult<()> {
+        self.write()?;
+        self.inner.delete_range(min, max, p).await
+    }
+    async fn list(&self, min: &str, max: &str, p: Option<&str>) -> MetaResult<Vec<String>> {
+        self.inner.list(min, max, p).await
+    }
+    async fn range_scan(
+        &self,
+        min: &str,
+        max: &str,
+        p: Option<&str>,
+        limit: usize,
+    ) -> MetaResult<Vec<Record>> {
+        self.inner.range_scan(min, max, p, limit).await
+    }
+    async fn notifications(&self) -> MetaResult<BoxStream<'static, Notification>> {
+        self.inner.notifications().await
+    }
+    async fn close(&self) -> MetaResult<()> {
+        Ok(())
+    }
+}
+
+/// The live set of a produced log: key -> (offset, value) of its latest put.
+fn live_set(produced: &BTreeMap<u64, (String, Option<String>)>) -> BTreeMap<String, (u64, String)> {
+    let mut live = BTreeMap::new();
+    for (offset, (key, value)) in produced {
+        match value {
+            Some(v) => live.insert(key.clone(), (*offset, v.clone())),
+            None => live.remove(key),
+        };
+    }
+    live
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compactor_dying_at_any_metastore_write_of_key_compaction_loses_and_resurrects_nothing() {
+    let mut k = 0;
+    loop {
+        let env = env().await;
+        let topic = put_topic(&env, 0xc3, 1, &[]).await;
+        let stream = topic.stream_id(0);
+        let streams = vec![stream.clone()];
+        let log: Log = Arc::new(Mutex::new(HashMap::new()));
+        // Two compactions' worth: the first pass compacts a history, the crashing one the next.
+        let mut rng = Rng(0x5eed + 1);
+        let mut n = 0;
+        for round in 0..2 {
+            for _ in 0..12 {
+                let records: Puts = (0..3)
+                    .map(|_| {
+                        let key = format!("k{}", rng.below(12));
+                        let value = (rng.below(4) != 0).then(|| format!("{key}-v{n}"));
+                        (key, value)
+                    })
+                    .collect();
+                let base = append(&env.storage, &stream, n, &records).await;
+                n += 1;
+                let mut log = log.lock().unwrap();
+                let produced = log.entry(stream.clone()).or_default();
+                for (i, r) in records.into_iter().enumerate() {
+                    produced.insert(base + i as u64, r);
+                }
+            }
+            if round == 0 {
+                pass(&env, config(128 << 20)).await;
+            }
+        }
+        let sentinel = vec![("sentinel".to_string(), Some("s".to_string()))];
+        let base = append(&env.storage, &stream, n + 100, &sentinel).await;
+        log.lock()
+            .unwrap()
+            .entry(stream.clone())
+            .or_default()
+            .insert(base, sentinel[0].clone());
+
+        let crashing = Arc::new(CrashAfter {
+            inner: env.meta.clone(),
+            left: AtomicI64::new(k),
+        });
+        let crashed = Compactor::new(
+            env.objects.clone(),
+            crashing.clone(),
+            env.meta.clone(),
+            config(128 << 20),
+        );
+        let outcome = crashed.run_once().await;
+        check_reads(&reader(&env), &streams, &log).await;
+        if !crashing.crashed() {
+            outcome.unwrap();
+            break;
+        }
+        let mut passes = 0;
+        // Until nothing is left to do: a failed WAL task is retried after its backoff (1 ms).
+        while {
+            let r = pass(&env, config(128 << 20)).await;
+            r.keyed.streams > 0 || r.records_compacted > 0 || r.tasks_failed > 0
+        } {
+            passes += 1;
+            assert!(
+                passes < 10,
+                "crash at write {k}: key compaction never settles"
+            );
+        }
+        let storage = reader(&env);
+        check_reads(&storage, &streams, &log).await;
+        let produced = log.lock().unwrap().get(&stream).cloned().unwrap();
+        let got: BTreeMap<String, (u64, String)> = consume(&storage, &stream)
+            .await
+            .into_iter()
+            .map(|(o, key, v)| {
+                (
+                    key.clone(),
+                    (
+                        o,
+                        v.unwrap_or_else(|| {
+                            panic!("crash at write {k}: tombstone of {key}@{o} left")
+                        }),
+                    ),
+                )
+            })
+            .collect();
+        assert_eq!(got, live_set(&produced), "crash at write {k}");
+        env.storage.shutdown().await;
+        k += 1;
+        assert!(k < 500, "the pass never completes");
+    }
+    assert!(k >= 5, "only {k} crash points");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_applies_to_compact_delete_topics_and_not_to_compact_ones() {
+    let env = env().await;
+    let put = |k: &str, v: &str| (k.to_string(), Some(v.to_string()));
+    // Records from November 2023, far past a one-hour retention.
+    let compact = put_topic(&env, 0xd1, 1, &[("retention.ms", "3600000")]).await;
+    let both = put_topic(
+        &env,
+        0xd2,
+        1,
+        &[
+            ("retention.ms", "3600000"),
+            ("cleanup.policy", "compact,delete"),
+        ],
+    )
+    .await;
+    for topic in [&compact, &both] {
+        let stream = topic.stream_id(0);
+        append(
+            &env.storage,
+            &stream,
+            0,
+            &vec![put("a", "1"), put("b", "1")],
+        )
+        .await;
+        append(&env.storage, &stream, 1, &vec![put("a", "2")]).await;
+        append(&env.storage, &stream, 2, &vec![put("c", "1")]).await;
+    }
+    pass(&env, config(128 << 20)).await;
+    let storage = reader(&env);
+    let kept: Vec<(u64, String)> = consume(&storage, &compact.stream_id(0))
+        .await
+        .into_iter()
+        .map(|(o, k, _)| (o, k))
+        .collect();
+    let expected = [
+        (1, "b".to_string()),
+        (2, "a".to_string()),
+        (3, "c".to_string()),
+    ];
+    assert_eq!(kept, expected, "compact: only key compaction");
+    let bounds = storage.bounds(&both.stream_id(0)).await.unwrap();
+    assert_eq!(
+        bounds.log_start_offset, 4,
+        "compact,delete: retention removed every segment"
+    );
 }

@@ -178,7 +178,7 @@ impl KeyCompactor<'_> {
                 let group = file
                     .group(g, self.throttle, self.config.cpu_work_inline)
                     .await?;
-                for (base, bytes) in group.all_batches() {
+                for (base, bytes, _) in group.all_batches() {
                     report.bytes_read += bytes.len() as u64;
                     if base < cleaned {
                         continue;
@@ -221,15 +221,17 @@ impl KeyCompactor<'_> {
                 }
             };
             let file = CompactedFile::open(self.objects, &stored.located, self.throttle).await?;
-            let mut last_batch: Option<(u64, Bytes)> = None;
+            let mut last_batch: Option<(u64, Bytes, i16)> = None;
             for r in 0..file.groups() {
                 let rebuilt = file
                     .group(r, self.throttle, self.config.cpu_work_inline)
                     .await?;
-                for (base, bytes) in rebuilt.all_batches() {
+                for (base, bytes, attributes) in rebuilt.all_batches() {
                     report.bytes_read += bytes.len() as u64;
-                    let batch =
+                    let mut batch =
                         decode_batch(&bytes).map_err(storage::compacted::CompactedError::from)?;
+                    // Rebuilt uncompressed to be read; kept in the producer's codec.
+                    batch.header.attributes = attributes;
                     let kept = retain(base, batch, rules);
                     report.records_removed += kept.removed;
                     due = match (due, kept.tombstones_due_ms) {
@@ -239,7 +241,7 @@ impl KeyCompactor<'_> {
                     if let Some(batch) = kept.batch {
                         push(g, base, &batch)?;
                     }
-                    last_batch = Some((base, bytes));
+                    last_batch = Some((base, bytes, attributes));
                 }
             }
             g.entries.push(stored.clone());
@@ -254,9 +256,10 @@ impl KeyCompactor<'_> {
                     continue; // an empty group grows into the next entry
                 }
                 // A range must keep one batch to be described: its last, as it was.
-                if let Some((base, bytes)) = last_batch {
-                    let batch =
+                if let Some((base, bytes, attributes)) = last_batch {
+                    let mut batch =
                         decode_batch(&bytes).map_err(storage::compacted::CompactedError::from)?;
+                    batch.header.attributes = attributes;
                     push(g, base, &batch)?;
                 }
             }

@@ -48,6 +48,8 @@ pub struct RebuiltGroup {
     batches: Vec<BatchMeta>,
     /// Base offset of each batch, ascending.
     base_offsets: Vec<u64>,
+    /// Each batch's attributes as stored (a batch rebuilt uncompressed says codec 0).
+    attributes: Vec<i16>,
     /// Byte position of each batch in `bytes`, plus the end.
     positions: Vec<usize>,
 }
@@ -88,13 +90,16 @@ impl RebuiltGroup {
 }
 
 impl RebuiltGroup {
-    /// Every rebuilt batch of the row group, back to back, with its base offset (the
-    /// compactor's key compaction reads whole row groups).
-    pub fn all_batches(&self) -> impl Iterator<Item = (u64, Bytes)> + '_ {
+    /// Every rebuilt batch of the row group with its base offset and its attributes as
+    /// stored (the codec of a batch rebuilt uncompressed): key compaction reads whole groups.
+    pub fn all_batches(&self) -> impl Iterator<Item = (u64, Bytes, i16)> + '_ {
         self.base_offsets
             .iter()
             .zip(self.positions.windows(2))
-            .map(|(base, span)| (*base, self.bytes.slice(span[0]..span[1])))
+            .zip(&self.attributes)
+            .map(|((base, span), attributes)| {
+                (*base, self.bytes.slice(span[0]..span[1]), *attributes)
+            })
     }
 }
 
@@ -150,6 +155,7 @@ pub fn decode_group(
         batches: Vec::new(),
         base_offsets: Vec::new(),
         positions: vec![0],
+        attributes: Vec::new(),
     };
     for (header, records) in rebuild(&columns)? {
         let codec = if options.recompress {
@@ -187,6 +193,7 @@ pub fn decode_group(
         });
         rebuilt.base_offsets.push(base_offset);
         rebuilt.positions.push(out.len());
+        rebuilt.attributes.push(header.attributes);
     }
     rebuilt.bytes = out.freeze();
     Ok(rebuilt)
