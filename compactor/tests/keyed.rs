@@ -26,6 +26,7 @@ use metastore::{
 };
 use object_store::ObjectStore;
 use storage::compacted::{BatchHeader, RecordRow};
+use storage::index::Index;
 use storage::record_batch::{decode_batch, encode_batch, split_batches};
 use storage::topics::{self, TopicRecord};
 use storage::{BatchMeta, Storage, StorageConfig};
@@ -636,4 +637,49 @@ async fn retention_applies_to_compact_delete_topics_and_not_to_compact_ones() {
         bounds.log_start_offset, 4,
         "compact,delete: retention removed every segment"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_bytes_measures_a_compacted_log_at_its_compacted_size() {
+    let env = env().await;
+    let topic = put_topic(&env, 0xd3, 1, &[("retention.ms", "-1")]).await;
+    let stream = topic.stream_id(0);
+    // 33 batches: a key of their own each, and 2 KB under a key they all update.
+    let big = "x".repeat(2_000);
+    for n in 0..33 {
+        let records = vec![
+            (format!("u{n}"), Some("v".to_string())),
+            ("a".to_string(), Some(big.clone())),
+        ];
+        append(&env.storage, &stream, n, &records).await;
+    }
+    // Files of 16 batches: key compaction keeps them as separate entries; ~18 KB appended
+    // (the batches compress), ~4.5 KB left.
+    pass(&env, config(128 << 20)).await;
+    let records = Index::new(env.meta.clone())
+        .records_after(&stream, 0, 100)
+        .await
+        .unwrap();
+    assert!(records.len() >= 2, "{} entries", records.len());
+
+    put_topic(
+        &env,
+        0xd3,
+        1,
+        &[
+            ("retention.ms", "-1"),
+            ("cleanup.policy", "compact,delete"),
+            ("retention.bytes", "6000"),
+        ],
+    )
+    .await;
+    pass(&env, config(128 << 20)).await;
+    let storage = reader(&env);
+    assert_eq!(
+        storage.bounds(&stream).await.unwrap().log_start_offset,
+        0,
+        "the log is ~4.5 KB: nothing to trim"
+    );
+    // Every own key, and `a` twice: below the active segment and in it.
+    assert_eq!(consume(&storage, &stream).await.len(), 33 + 2);
 }
