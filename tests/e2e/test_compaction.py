@@ -140,11 +140,11 @@ def test_100k_compacted_records_read_back_exactly_by_every_client_and_duckdb(bro
 REPO = Path(__file__).resolve().parents[2]
 
 
-def compactor_command(data_dir: Path, *extra: str, grace_period_ms: int = 0) -> list:
+def compactor_command(data_dir: Path, *extra: str) -> list:
     return [os.environ.get("COMPACTOR_BIN", str(REPO / "target/debug/compactor")), "--data-dir", str(data_dir),
             "--object-store", f"file://{data_dir}/objects", "--metastore", "embedded",
             "--compaction-min-bytes", "0", "--compaction-min-age-ms", "0",
-            "--compaction-grace-period-ms", str(grace_period_ms), *extra]
+            "--compaction-grace-period-ms", "0", *extra]
 
 
 def finish_compaction(data_dir: Path) -> None:
@@ -259,11 +259,8 @@ def test_compactor_killed_while_producers_and_consumers_run(broker_factory, targ
             time.sleep(0.5)
             log = open(tmp_path / f"compactor-{round_no}.log", "wb")
             # A short session: the next round's compactor takes over from the killed leader.
-            # While producers run, a WAL object may be listed before its index commit lands: a
-            # grace period of 0 would reclaim it first (the grace period exists for that).
             proc = subprocess.Popen(compactor_command(b.data_dir, "--compaction-interval-ms", "50",
-                                                      "--compaction-session-timeout-ms", "400",
-                                                      grace_period_ms=1000),
+                                                      "--compaction-session-timeout-ms", "400"),
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                     env={**os.environ, "RUST_LOG": "info"})
             time.sleep(rng.uniform(0.1, 0.9))
