@@ -140,6 +140,8 @@ def test_a_client_producing_without_a_key_gets_invalid_record(broker, new_topic)
 # --- key compaction, read back by a real client ------------------------------------------------
 
 KEYS, ROUNDS = 40, 8
+# (topic, offset) -> the create time the producer stamped.
+TIMESTAMPS = {}
 DELETED = {f"key-{i}" for i in range(5)}
 REPO = Path(__file__).resolve().parents[2]
 
@@ -163,6 +165,7 @@ def produce_updates(bootstrap: str, topic: str) -> dict:
     def delivered(err, msg):
         assert err is None, err
         produced[msg.offset()] = (msg.key().decode(), None if msg.value() is None else msg.value().decode())
+        TIMESTAMPS[(msg.topic(), msg.offset())] = msg.timestamp()[1]
 
     for round_no in range(ROUNDS):
         for i in range(KEYS):
@@ -277,9 +280,13 @@ def run_compaction_scenario(b, target) -> None:
             first = m.offset()
     c.close()
     assert first == after_gap
-    # ListOffsets: the log still starts at 0 and ends after the sentinel.
+    # ListOffsets: the log still starts at 0 and ends after the sentinel; by the time of a
+    # removed record it gives the first kept record at or after that time.
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group})
     assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (0, sentinel + 1)
+    at = TIMESTAMPS[(topic, gap)]
+    [found] = c.offsets_for_times([TopicPartition(topic, 0, at)], timeout=10)
+    assert found.offset == min(o for o in kept if TIMESTAMPS[(topic, o)] >= at), (gap, at)
     c.close()
 
 
