@@ -34,6 +34,10 @@ JAVA_DIR="$ROOT/tests/clients/java"
 if stale "$JAVA_DIR/target/e2e-client.jar" "$JAVA_DIR"; then
   mvn -q -B -Dstyle.color=never -f "$JAVA_DIR/pom.xml" package
 fi
+STREAMS_DIR="$ROOT/tests/clients/streams"
+if stale "$STREAMS_DIR/target/e2e-streams.jar" "$STREAMS_DIR"; then
+  mvn -q -B -Dstyle.color=never -f "$STREAMS_DIR/pom.xml" package
+fi
 
 for prog in franz sarama; do
   if stale "$BIN/$prog" "$ROOT/tests/clients/$prog"; then

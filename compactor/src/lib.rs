@@ -6,6 +6,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod keyed;
 mod leader;
 pub mod metrics;
 mod orphans;

@@ -37,6 +37,8 @@ pub struct PassReport {
     pub orphans_deleted: u64,
     /// Abandoned upload staging files removed from a local-folder store this pass.
     pub staging_files_removed: u64,
+    /// Key compaction of compacted topics this pass.
+    pub keyed: crate::keyed::KeyedReport,
 }
 
 /// How often a local folder is walked for abandoned staging files (a walk visits every file).
@@ -181,6 +183,15 @@ impl Compactor {
             crate::retention::enforce(&self.index_meta, &self.coord_meta, defaults, now_ms).await;
         }
         scheduler.run(streams, report).await?;
+        // Key compaction works on what is Parquet now, so it runs after the rewrite.
+        let keyed = crate::keyed::KeyCompactor {
+            objects: &self.objects,
+            meta: &self.index_meta,
+            config: &self.config,
+            throttle: &self.throttle,
+            clock: self.clock.as_ref(),
+        };
+        report.keyed = crate::keyed::compact_topics(&keyed, &self.coord_meta).await;
         let sweeper = OrphanSweeper {
             objects: &self.objects,
             index_meta: &self.index_meta,

@@ -92,10 +92,7 @@ fn broker_synonyms_match_kafkas_broker_settings() {
 
 /// Where we knowingly differ from Kafka's verdict.
 fn expected_divergence(name: &str, value: &str) -> Option<&'static str> {
-    let items: Vec<&str> = value.split(',').map(str::trim).collect();
     match name {
-        // Compacted topics are not served yet: refused with our own message.
-        "cleanup.policy" if items.contains(&"compact") => Some("compact is not supported"),
         // Every topic already lives in object storage; Kafka refuses it without tiered storage.
         "remote.storage.enable" if value.trim().eq_ignore_ascii_case("true") => Some(""),
         _ => None,

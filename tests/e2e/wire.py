@@ -68,6 +68,14 @@ def record(value: bytes, offset_delta: int) -> bytes:
     return varint(len(body)) + body
 
 
+def keyed_record(key, value, offset_delta: int) -> bytes:
+    """One magic-2 record with `key` and `value` (either may be None: null) and no headers."""
+    def field(b):
+        return varint(-1) if b is None else varint(len(b)) + b
+    body = bytes([0]) + varint(0) + varint(offset_delta) + field(key) + field(value) + varint(0)
+    return varint(len(body)) + body
+
+
 def batch(records: bytes, count: int, codec: int = 0, compress=None) -> bytes:
     """A magic-2 batch declaring `count` records (last offset delta `count - 1`) over `records`,
     compressed by `compress` (a function) under the codec bits `codec`, with a valid CRC."""
@@ -78,11 +86,36 @@ def batch(records: bytes, count: int, codec: int = 0, compress=None) -> bytes:
     return struct.pack(">qi", 0, len(after_length)) + after_length
 
 
-def produce_request(topic: str, batch: bytes, correlation_id: int) -> bytes:
-    """Produce v8: no transactional id, acks=-1, one topic, partition 0."""
+def produce_request(topic: str, batch: bytes, correlation_id: int, version: int = 8) -> bytes:
+    """Produce v3-v8 (one layout): no transactional id, acks=-1, one topic, partition 0."""
     body = struct.pack(">hhi", -1, -1, 10_000) + struct.pack(">i", 1) + string(topic)
     body += struct.pack(">ii", 1, 0) + struct.pack(">i", len(batch)) + batch
-    return frame(request_header(API_PRODUCE, 8, correlation_id) + body)
+    return frame(request_header(API_PRODUCE, version, correlation_id) + body)
+
+
+def _nullable_string(buf: bytes, pos: int):
+    (n,) = struct.unpack_from(">h", buf, pos)
+    if n < 0:
+        return None, pos + 2
+    return buf[pos + 2:pos + 2 + n].decode(), pos + 2 + n
+
+
+def produce_v8_partition(response: bytes) -> tuple:
+    """Partition 0 of a Produce v8 response frame: (error code, [(batch index, message)], message)."""
+    pos = 4 + 4
+    (name_len,) = struct.unpack_from(">h", response, pos)
+    pos += 2 + name_len + 4
+    _index, error = struct.unpack_from(">ih", response, pos)
+    pos += 4 + 2 + 8 + 8 + 8  # index, error, base offset, log append time, log start offset
+    (count,) = struct.unpack_from(">i", response, pos)
+    pos += 4
+    record_errors = []
+    for _ in range(max(count, 0)):
+        (batch_index,) = struct.unpack_from(">i", response, pos)
+        message, pos = _nullable_string(response, pos + 4)
+        record_errors.append((batch_index, message))
+    message, pos = _nullable_string(response, pos)
+    return error, record_errors, message
 
 
 def produce_error_code(response: bytes) -> int:

@@ -186,7 +186,7 @@ async fn validate(
     {
         return Err(outcome);
     }
-    prepare(topic, batch)
+    prepare(topic, partition, batch)
         .await
         .map_err(|refusal| refused(topic, partition, refusal))
 }
@@ -283,13 +283,14 @@ fn refused(topic: &Topic, partition: i32, refusal: Refused) -> Submitted {
 
 /// Validates the batch and applies the topic's configs; compressed batches (decompression,
 /// maybe re-encoding) are handled on a blocking thread.
-async fn prepare(topic: &Topic, batch: bytes::Bytes) -> Result<Prepared, Refused> {
+async fn prepare(topic: &Topic, partition: i32, batch: bytes::Bytes) -> Result<Prepared, Refused> {
     let now_ms = i64::try_from(producers::now_ms()).unwrap_or(i64::MAX);
+    let name = format!("{}-{partition}", topic.name);
     if !produce_policy::is_heavy(&topic.config, &batch) {
-        return produce_policy::prepare(&topic.config, batch, now_ms);
+        return produce_policy::prepare(&topic.config, &name, batch, now_ms);
     }
     let config = topic.config.clone();
-    tokio::task::spawn_blocking(move || produce_policy::prepare(&config, batch, now_ms))
+    tokio::task::spawn_blocking(move || produce_policy::prepare(&config, &name, batch, now_ms))
         .await
         .unwrap_or_else(|e| {
             tracing::error!(error = %e, "batch validation failed to run");

@@ -4,7 +4,8 @@
 //! topic's configs applied on the way (`message.timestamp.type=CreateTime` bounds every
 //! record's timestamp, `message.timestamp.before.max.ms`/`after.max.ms`, one record out of
 //! bounds refusing the batch with INVALID_TIMESTAMP and `record_errors`; compacted topics need
-//! a key in every record, INVALID_RECORD with `record_errors`), then what Kafka rewrites:
+//! a key in every record, INVALID_RECORD with `record_errors` on every Produce version, as
+//! Kafka 4.1 answers), then what Kafka rewrites:
 //! offset deltas a producer numbered wrong, `compression.type` other than `producer`
 //! (re-encoded in the topic's codec), `LogAppendTime` (stamped into the header). With Kafka's
 //! defaults and a well-formed batch nothing is rewritten: it is appended exactly as received.
@@ -78,13 +79,19 @@ pub fn is_heavy(config: &TopicConfig, batch: &[u8]) -> bool {
     codec != 0 || config.compression.codec().is_some_and(|c| c != codec)
 }
 
-/// Validates `batch` (the partition's one batch) and applies the topic's configs to it.
-pub fn prepare(config: &TopicConfig, batch: Bytes, now_ms: i64) -> Result<Prepared, Refused> {
+/// Validates `batch` (the partition's one batch, of `partition` named `topic-N` as Kafka
+/// names it in messages) and applies the topic's configs to it.
+pub fn prepare(
+    config: &TopicConfig,
+    partition: &str,
+    batch: Bytes,
+    now_ms: i64,
+) -> Result<Prepared, Refused> {
     let limits = Limits {
         batch_bytes_max: usize::try_from(config.max_message_bytes).unwrap_or(usize::MAX),
         decompressed_bytes_max: DECOMPRESSED_BYTES_MAX,
     };
-    let mut checks = RecordChecks::new(config, now_ms);
+    let mut checks = RecordChecks::new(config, partition, now_ms);
     let validated = validate_produced(&batch, &limits, |r| checks.visit(r))?;
     checks.finish()?;
     rewrite(config, batch, &validated, now_ms)
@@ -161,32 +168,31 @@ fn codec_and_level(compression: TopicCompression) -> (i16, Option<i32>) {
 struct RecordChecks {
     /// `[now - before.max.ms, now + after.max.ms]` for CreateTime topics.
     bounds: Option<(i64, i64)>,
-    /// Compacted topics need a key in every record (refused at creation for now: the hook).
-    keys_required: bool,
+    /// Compacted topics need a key in every record: Kafka's `validateKey`, with its message.
+    keys_required: Option<String>,
     timestamp_errors: Vec<(i32, String)>,
     key_errors: Vec<(i32, String)>,
 }
 
 impl RecordChecks {
-    fn new(config: &TopicConfig, now_ms: i64) -> Self {
+    fn new(config: &TopicConfig, partition: &str, now_ms: i64) -> Self {
         let before = i64::try_from(config.timestamp_before_max_ms).unwrap_or(i64::MAX);
         let after = i64::try_from(config.timestamp_after_max_ms).unwrap_or(i64::MAX);
         let bounds = (config.timestamp_type == TimestampType::CreateTime)
             .then(|| (now_ms.saturating_sub(before), now_ms.saturating_add(after)));
         RecordChecks {
             bounds,
-            keys_required: config.cleanup_policy.compact,
+            keys_required: config.cleanup_policy.compact.then(|| {
+                format!("Compacted topic cannot accept message without key in topic partition {partition}")
+            }),
             timestamp_errors: Vec::new(),
             key_errors: Vec::new(),
         }
     }
 
     fn visit(&mut self, r: &RecordInfo) {
-        if self.keys_required && !r.has_key {
-            self.key_errors.push((
-                r.index,
-                "Compacted topic cannot accept message without key".into(),
-            ));
+        if let Some(message) = self.keys_required.as_ref().filter(|_| !r.has_key) {
+            self.key_errors.push((r.index, message.clone()));
             return;
         }
         let Some((low, high)) = self.bounds else {
@@ -215,17 +221,19 @@ impl RecordChecks {
         if self.key_errors.is_empty() {
             return Ok(());
         }
-        let shown: Vec<&str> = self
+        // Kafka prints Java's `RecordError.toString()` of the first three.
+        let shown: Vec<String> = self
             .key_errors
             .iter()
             .take(RECORD_ERRORS_IN_MESSAGE_MAX)
-            .map(|(_, m)| m.as_str())
+            .map(|(index, m)| format!("RecordError(batchIndex={index}, message='{m}')"))
             .collect();
         Err(Refused {
             error: ResponseError::InvalidRecord,
             message: format!(
-                "One or more records have been rejected due to {} record errors in total, and only showing the first three errors at most: {shown:?}",
-                self.key_errors.len()
+                "One or more records have been rejected due to {} record errors in total, and only showing the first three errors at most: [{}]",
+                self.key_errors.len(),
+                shown.join(", ")
             ),
             record_errors: self.key_errors,
         })
@@ -284,7 +292,7 @@ mod tests {
     #[test]
     fn defaults_append_the_batch_untouched() {
         let bytes = batch(3, &[NOW, NOW + 1]);
-        let prepared = prepare(&config(&[]), bytes.clone(), NOW).unwrap();
+        let prepared = prepare(&config(&[]), "t-0", bytes.clone(), NOW).unwrap();
         assert_eq!(prepared.records, bytes);
         assert_eq!(prepared.records_count, 2);
         assert_eq!(prepared.log_append_time_ms, None);
@@ -294,7 +302,7 @@ mod tests {
     fn a_record_out_of_bounds_refuses_the_batch() {
         let bytes = batch(0, &[NOW, NOW - 10_000, NOW]);
         let bounded = config(&[("message.timestamp.before.max.ms", "5000")]);
-        let refused = prepare(&bounded, bytes, NOW).unwrap_err();
+        let refused = prepare(&bounded, "t-0", bytes, NOW).unwrap_err();
         assert_eq!(refused.error, ResponseError::InvalidTimestamp);
         assert_eq!(refused.record_errors.len(), 1);
         assert_eq!(refused.record_errors[0].0, 1);
@@ -306,7 +314,7 @@ mod tests {
         )));
         // The future is bounded by default (one hour), record by record in compressed batches.
         let bytes = batch(4, &[NOW + 7_200_000, NOW]);
-        let refused = prepare(&config(&[]), bytes, NOW).unwrap_err();
+        let refused = prepare(&config(&[]), "t-0", bytes, NOW).unwrap_err();
         assert_eq!(refused.error, ResponseError::InvalidTimestamp);
         assert_eq!(refused.record_errors[0].0, 0);
     }
@@ -315,7 +323,7 @@ mod tests {
     fn log_append_time_stamps_the_batch_and_skips_the_bounds() {
         let bytes = batch(2, &[NOW - 1_000_000_000]);
         let lat = config(&[("message.timestamp.type", "LogAppendTime")]);
-        let prepared = prepare(&lat, bytes, NOW).unwrap();
+        let prepared = prepare(&lat, "t-0", bytes, NOW).unwrap();
         assert_eq!(prepared.log_append_time_ms, Some(NOW));
         assert_eq!(prepared.header.max_timestamp, NOW);
         assert!(prepared.header.is_log_append_time());
@@ -327,7 +335,7 @@ mod tests {
         let bytes = batch(0, &[NOW, NOW]);
         let gzip = config(&[("compression.type", "gzip")]);
         assert!(is_heavy(&gzip, &bytes));
-        let prepared = prepare(&gzip, bytes.clone(), NOW).unwrap();
+        let prepared = prepare(&gzip, "t-0", bytes.clone(), NOW).unwrap();
         assert_eq!(prepared.header.codec(), 1);
         assert!(prepared.records.len() < bytes.len());
         let original = decode_batch(&bytes).unwrap();
@@ -335,16 +343,16 @@ mod tests {
         assert_eq!(reencoded.records, original.records);
         // Already in the topic's codec: kept as received.
         let gz = batch(1, &[NOW]);
-        assert_eq!(prepare(&gzip, gz.clone(), NOW).unwrap().records, gz);
+        assert_eq!(prepare(&gzip, "t-0", gz.clone(), NOW).unwrap().records, gz);
         let plain = config(&[("compression.type", "uncompressed")]);
-        let prepared = prepare(&plain, batch(3, &[NOW]), NOW).unwrap();
+        let prepared = prepare(&plain, "t-0", batch(3, &[NOW]), NOW).unwrap();
         assert_eq!(prepared.header.codec(), 0);
     }
 
     #[test]
     fn offset_deltas_out_of_order_are_renumbered() {
         let bytes = batch_with(3, &[NOW, NOW, NOW], &[0, 7, 1], false);
-        let prepared = prepare(&config(&[]), bytes, NOW).unwrap();
+        let prepared = prepare(&config(&[]), "t-0", bytes, NOW).unwrap();
         let deltas: Vec<i32> = decode_batch(&prepared.records)
             .unwrap()
             .records
@@ -356,15 +364,20 @@ mod tests {
     }
 
     #[test]
-    fn the_compacted_topic_hook_refuses_records_without_keys() {
-        let mut compacted = config(&[]);
-        compacted.cleanup_policy.compact = true;
-        let refused = prepare(&compacted, batch(0, &[NOW, NOW]), NOW).unwrap_err();
+    fn a_compacted_topic_refuses_records_without_keys_with_kafkas_messages() {
+        let compacted = config(&[("cleanup.policy", "compact")]);
+        let refused = prepare(&compacted, "t-0", batch(0, &[NOW, NOW]), NOW).unwrap_err();
         assert_eq!(refused.error, ResponseError::InvalidRecord);
         let indexes: Vec<i32> = refused.record_errors.iter().map(|e| e.0).collect();
         assert_eq!(indexes, [0, 1]);
+        let one = "Compacted topic cannot accept message without key in topic partition t-0";
+        assert_eq!(refused.record_errors[0].1, one);
+        assert_eq!(
+            refused.message,
+            format!("One or more records have been rejected due to 2 record errors in total, and only showing the first three errors at most: [RecordError(batchIndex=0, message='{one}'), RecordError(batchIndex=1, message='{one}')]")
+        );
         let keyed = batch_with(0, &[NOW, NOW], &[0, 1], true);
-        assert!(prepare(&compacted, keyed, NOW).is_ok());
+        assert!(prepare(&compacted, "t-0", keyed, NOW).is_ok());
     }
 
     #[test]
@@ -372,10 +385,10 @@ mod tests {
         let mut bytes = batch(0, &[NOW]).to_vec();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
-        let refused = prepare(&config(&[]), Bytes::from(bytes), NOW).unwrap_err();
+        let refused = prepare(&config(&[]), "t-0", Bytes::from(bytes), NOW).unwrap_err();
         assert_eq!(refused.error, ResponseError::CorruptMessage);
         let small = config(&[("max.message.bytes", "100")]);
-        let refused = prepare(&small, batch(0, &[NOW]), NOW).unwrap_err();
+        let refused = prepare(&small, "t-0", batch(0, &[NOW]), NOW).unwrap_err();
         assert_eq!(refused.error, ResponseError::MessageTooLarge);
     }
 }

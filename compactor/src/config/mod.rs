@@ -42,6 +42,8 @@ pub struct CompactorConfig {
     /// their configs; the same as the brokers'. Resolve a topic with
     /// `TopicRecord::config(&topic_defaults)`.
     pub topic_defaults: storage::topics::TopicDefaults,
+    /// Budget of a key compaction's key index (Kafka's `log.cleaner.dedupe.buffer.size`).
+    pub dedupe_buffer_bytes: u64,
 }
 
 impl Default for CompactorConfig {
@@ -65,6 +67,7 @@ impl Default for CompactorConfig {
             staging_idle_ms: 600_000,
             cpu_work_inline: false,
             topic_defaults: storage::topics::TopicDefaults::kafka(),
+            dedupe_buffer_bytes: s::LOG_CLEANER_DEDUPE_BUFFER_SIZE.default,
         }
     }
 }
@@ -90,6 +93,7 @@ impl CompactorConfig {
             retry_backoff_max_ms: resolved.get(&s::COMPACTION_RETRY_BACKOFF_MAX_MS),
             local_folder: storage::objects::local_folder(object_store_url),
             topic_defaults: storage::settings::topic_defaults(resolved)?,
+            dedupe_buffer_bytes: resolved.get(&s::LOG_CLEANER_DEDUPE_BUFFER_SIZE),
             ..CompactorConfig::default()
         })
     }

@@ -16,6 +16,7 @@ pub static COMPACTION: &[&dyn AnySetting] = &[
     &COMPACTION_TASK_ATTEMPTS_MAX,
     &COMPACTION_RETRY_BACKOFF_MS,
     &COMPACTION_RETRY_BACKOFF_MAX_MS,
+    &LOG_CLEANER_DEDUPE_BUFFER_SIZE,
 ];
 
 pub static COMPACTION_MIN_BYTES: Setting<u64> = Setting::new(
@@ -100,6 +101,14 @@ pub static COMPACTION_RETRY_BACKOFF_MAX_MS: Setting<u64> = Setting::new(
     "Cap of the compaction retry backoff",
 )
 .at_least(1);
+
+pub static LOG_CLEANER_DEDUPE_BUFFER_SIZE: Setting<u64> = Setting::new(
+    "log_cleaner_dedupe_buffer_size",
+    128 << 20,
+    Unit::Bytes,
+    "Memory for the key index of a compacted topic's key compaction, 24 bytes a key as Kafka's `log.cleaner.dedupe.buffer.size` counts them; a partition with more keys is compacted over several passes",
+)
+.at_least(1 << 20);
 
 /// The compaction settings under `group`, with the rules that relate them.
 pub fn add_to(schema: Schema, group: &'static str) -> Schema {

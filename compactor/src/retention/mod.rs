@@ -19,7 +19,7 @@ use metastore::MetaStore;
 use storage::index::{Index, LocatedEntry};
 use storage::topics::{self, TopicDefaults, TopicRecord};
 
-pub use segments::SegmentRules;
+pub use segments::{SegmentRules, Segmenter};
 pub use trim::RetentionPolicy;
 
 use crate::CompactorError;
@@ -39,20 +39,24 @@ impl RetentionPolicy {
         defaults: &TopicDefaults,
     ) -> Result<RetentionPolicy, topics::TopicError> {
         let config = record.config(defaults)?;
+        // `retention.*` applies only where the policy has `delete` (Kafka: a `compact` topic
+        // keeps everything its key compaction keeps; DeleteRecords still trims it).
+        let delete = config.cleanup_policy.delete;
         Ok(RetentionPolicy {
-            retention_ms: config.retention_ms,
-            retention_bytes: config.retention_bytes,
+            retention_ms: config.retention_ms.filter(|_| delete),
+            retention_bytes: config.retention_bytes.filter(|_| delete),
             segments: SegmentRules {
                 segment_bytes: config.segment_bytes,
                 segment_ms: config.segment_ms,
                 segment_jitter_ms: config.segment_jitter_ms,
             },
+            compacted: config.cleanup_policy.compact,
         })
     }
 }
 
 /// The batches of an index entry, with their offsets, as the segments see them.
-fn batches_of(entry: &LocatedEntry) -> impl Iterator<Item = BatchAt> + '_ {
+pub(crate) fn batches_of(entry: &LocatedEntry) -> impl Iterator<Item = BatchAt> + '_ {
     let mut base_offset = entry.base_offset;
     entry.entry.batches.iter().map(move |b| {
         let batch = BatchAt {
@@ -68,7 +72,7 @@ fn batches_of(entry: &LocatedEntry) -> impl Iterator<Item = BatchAt> + '_ {
 }
 
 /// Bytes of an entry's batches as appended (a PARQUET entry keeps the lengths it was built from).
-fn entry_bytes(entry: &LocatedEntry) -> u64 {
+pub(crate) fn entry_bytes(entry: &LocatedEntry) -> u64 {
     entry.entry.batches.iter().map(|b| u64::from(b.len)).sum()
 }
 
@@ -151,7 +155,11 @@ pub async fn enforce_stream(
     let current = index.trim_point(stream).await?;
     done.trim_point = current;
     if !policy.is_unlimited() {
-        let log = (current, last.cumulative_bytes);
+        let total_bytes = match policy.compacted && policy.retention_bytes.is_some() {
+            true => compacted_log_end_bytes(index, stream, current).await?,
+            false => last.cumulative_bytes,
+        };
+        let log = (current, total_bytes);
         let target = trim_target(index, stream, policy, now_ms, log).await?;
         if target > current {
             done.trim_point = index.advance_trim_point(stream, target).await?;
@@ -206,6 +214,45 @@ async fn trim_target(
             return Ok(scan.map_or(0, TrimScan::finish));
         }
     }
+}
+
+/// For a key-compacted log, the cumulative bytes its last key would carry were every entry
+/// from the first one past `trim_point` counted at its size now: what [`trim_target`] needs
+/// to measure the log as it is (the keys keep the bytes as appended).
+async fn compacted_log_end_bytes(
+    index: &Index,
+    stream: &str,
+    trim_point: u64,
+) -> Result<u64, CompactorError> {
+    let (mut after, mut first_before) = (trim_point, None);
+    // (base offset, bytes) of the entries, those a PARQUET entry covers (a swap under way) left out.
+    let mut entries: Vec<(u64, u64)> = Vec::new();
+    loop {
+        let page = index
+            .records_after(stream, after, SCAN_PAGE_RECORDS)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = last.located.end_offset;
+        let full = page.len() == SCAN_PAGE_RECORDS;
+        for record in &page {
+            let entry = &record.located;
+            let bytes = entry_bytes(entry);
+            first_before.get_or_insert(entry.cumulative_bytes.saturating_sub(bytes));
+            if entry.entry.file_type == storage::FileType::Parquet {
+                while entries
+                    .last()
+                    .is_some_and(|(base, _)| *base >= entry.base_offset)
+                {
+                    entries.pop();
+                }
+            }
+            entries.push((entry.base_offset, bytes));
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(first_before.unwrap_or(0) + entries.iter().map(|(_, bytes)| bytes).sum::<u64>())
 }
 
 /// Deletes, lowest first, the index records whose whole range is below `trim_point` (never the

@@ -14,6 +14,9 @@ pub struct RetentionPolicy {
     pub retention_ms: Option<u64>,
     pub retention_bytes: Option<u64>,
     pub segments: SegmentRules,
+    /// Key compaction rewrites this log: its size is what its entries hold now, not what the
+    /// index keys' cumulative bytes (as appended) say.
+    pub compacted: bool,
 }
 
 impl RetentionPolicy {
@@ -144,6 +147,7 @@ mod tests {
             retention_ms: ms,
             retention_bytes: bytes,
             segments,
+            compacted: false,
         }
     }
 

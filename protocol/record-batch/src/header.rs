@@ -45,6 +45,9 @@ pub const CODEC_MASK: i16 = 0x07;
 pub const LOG_APPEND_TIME_FLAG: i16 = 0x08;
 pub const TRANSACTIONAL_FLAG: i16 = 0x10;
 pub const CONTROL_FLAG: i16 = 0x20;
+/// Attribute bit 6 (KIP-534): the base timestamp is the delete horizon of the batch's
+/// tombstones, set by the log cleaner the first time it kept them.
+pub const DELETE_HORIZON_FLAG: i16 = 0x40;
 
 /// The batch-level fields, exactly as the producer (or broker) wrote them. The length, magic,
 /// CRC and record count are derived when a batch is encoded.
@@ -89,6 +92,10 @@ impl BatchHeader {
     }
     pub fn is_control(&self) -> bool {
         self.attributes & CONTROL_FLAG != 0
+    }
+    /// When the log cleaner may remove the batch's tombstones, if it stamped a time.
+    pub fn delete_horizon_ms(&self) -> Option<i64> {
+        (self.attributes & DELETE_HORIZON_FLAG != 0).then_some(self.base_timestamp)
     }
     /// Whether the batch comes from an idempotent (or transactional) producer.
     pub fn has_producer_id(&self) -> bool {

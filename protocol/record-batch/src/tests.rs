@@ -117,6 +117,21 @@ fn a_count_that_disagrees_with_the_last_offset_delta_is_invalid() {
 }
 
 #[test]
+fn a_stored_batch_key_compaction_thinned_reads_but_a_produced_one_is_refused() {
+    // Offsets 0..5 with only the records at 1 and 4 left, as Kafka's cleaner leaves a batch.
+    let thinned = encode_batch(&header(3, 5), &rows(&[1, 4]), 3).unwrap();
+    let times = record_timestamps(&thinned, 1 << 20).unwrap();
+    let deltas: Vec<i32> = times.iter().map(|t| t.offset_delta).collect();
+    assert_eq!(deltas, [1, 4]);
+    assert!(is_invalid(validate(&thinned)));
+    // More records than offsets is refused stored too.
+    let mut over = batch(0);
+    over[23..27].copy_from_slice(&1i32.to_be_bytes());
+    fix_crc(&mut over).unwrap();
+    assert!(record_timestamps(&over, 1 << 20).is_err());
+}
+
+#[test]
 fn offset_deltas_out_of_order_pass_and_are_renumbered() {
     for codec in 0..=4 {
         let b = encode_batch(&header(codec, 2), &rows(&[0, 5, 1]), codec).unwrap();

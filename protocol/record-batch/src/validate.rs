@@ -164,6 +164,19 @@ pub fn validate_produced(
 
 /// Magic, CRC, and a record count that agrees with the last offset delta; the count.
 fn check_frame(batch: &[u8], header: &BatchHeader) -> Result<i32, RecordBatchError> {
+    let count = check_stored_frame(batch, header)?;
+    if i64::from(header.last_offset_delta) + 1 != i64::from(count) {
+        return Err(invalid(format!(
+            "last offset delta {} disagrees with the record count {count}",
+            header.last_offset_delta
+        )));
+    }
+    Ok(count)
+}
+
+/// [`check_frame`] for a batch the log holds: after key compaction it may hold fewer records
+/// than its offset span (Kafka's cleaner keeps the last offset delta), never more.
+fn check_stored_frame(batch: &[u8], header: &BatchHeader) -> Result<i32, RecordBatchError> {
     if batch.get(MAGIC_OFFSET) != Some(&2) {
         return Err(RecordBatchError::Corrupt(
             "only magic 2 batches are supported".into(),
@@ -185,9 +198,9 @@ fn check_frame(batch: &[u8], header: &BatchHeader) -> Result<i32, RecordBatchErr
     if count <= 0 {
         return Err(invalid(format!("invalid record count {count}")));
     }
-    if i64::from(header.last_offset_delta) + 1 != i64::from(count) {
+    if i64::from(header.last_offset_delta) + 1 < i64::from(count) {
         return Err(invalid(format!(
-            "last offset delta {} disagrees with the record count {count}",
+            "last offset delta {} is below the record count {count}",
             header.last_offset_delta
         )));
     }
@@ -202,7 +215,7 @@ pub fn scan_stored(
     visit: impl FnMut(&RecordInfo),
 ) -> Result<bool, RecordBatchError> {
     let header = BatchHeader::parse(batch)?;
-    check_frame(batch, &header)?;
+    check_stored_frame(batch, &header)?;
     for_each_record(batch, &header, limit, visit)
 }
 

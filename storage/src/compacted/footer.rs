@@ -8,7 +8,7 @@ use parquet::file::statistics::Statistics;
 use parquet::file::FOOTER_SIZE;
 
 use super::columns::LEAF_COLUMNS;
-use super::{CompactedError, FORMAT_VERSION, FORMAT_VERSION_KEY};
+use super::{CompactedError, FORMAT_VERSIONS_READ, FORMAT_VERSION_KEY};
 use crate::cache::Weigh;
 
 /// Bytes read from a file's end on first touch. Footers of files cut at 128 MiB with 2 MiB
@@ -154,7 +154,7 @@ fn check_layout(metadata: &ParquetMetaData) -> Result<(), CompactedError> {
         .key_value_metadata()
         .and_then(|kv| kv.iter().find(|k| k.key == FORMAT_VERSION_KEY))
         .and_then(|k| k.value.as_deref());
-    if version != Some(FORMAT_VERSION) {
+    if !version.is_some_and(|v| FORMAT_VERSIONS_READ.contains(&v)) {
         return Err(bad(format!(
             "unsupported compacted format version {version:?}"
         )));

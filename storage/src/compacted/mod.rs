@@ -17,8 +17,16 @@ pub use reader::{decode_group, read_batches, RebuildOptions, RebuiltBatches, Reb
 pub use record_batch::{BatchHeader, DecodedBatch, RecordRow};
 pub use writer::{write_file, FileWriter, WriterOptions, WrittenFile, WrittenMeta};
 
-/// Version of the file layout, recorded in the Parquet key-value metadata.
+/// Version of the file layout, recorded in the Parquet key-value metadata: "1" for files
+/// rewritten from the WAL (every offset of the range has its record).
 pub const FORMAT_VERSION: &str = "1";
+/// Files written by key compaction: the same columns, but a batch may hold fewer records than
+/// its offset span, batches may be missing between others (gaps), and a batch may carry
+/// Kafka's delete horizon (attribute bit 6, in the base timestamp). Readers of version 1 only
+/// would serve wrong offsets across gaps, so they must refuse it.
+pub const KEY_COMPACTED_FORMAT_VERSION: &str = "2";
+/// Versions this reader decodes.
+pub const FORMAT_VERSIONS_READ: &[&str] = &[FORMAT_VERSION, KEY_COMPACTED_FORMAT_VERSION];
 /// Key-value metadata key naming [`FORMAT_VERSION`].
 pub const FORMAT_VERSION_KEY: &str = "kafka.compacted.format.version";
 
@@ -38,6 +46,7 @@ pub fn file_key(prefix: &str, stream: &str, base_offset: u64, end_offset: u64) -
 mod tests {
     use super::*;
     use bytes::{Bytes, BytesMut};
+    use record_batch::DecodedBatch;
     use record_batch::{decode_batch, encode_batch, split_batches};
 
     /// A WAL payload of `batches` batches of 3 records each, as a producer would send it.
@@ -173,6 +182,68 @@ mod tests {
             .map(|b| decode_batch(b).unwrap().header.base_offset)
             .collect();
         assert_eq!(offsets, vec![43, 46, 49, 52, 55, 58, 61]);
+    }
+
+    #[test]
+    fn a_key_compacted_file_is_version_2_and_reads_step_over_its_gaps() {
+        let batch = |base: i64, span: i32, kept: &[i32]| DecodedBatch {
+            header: BatchHeader {
+                base_offset: base,
+                partition_leader_epoch: -1,
+                attributes: 0,
+                last_offset_delta: span - 1,
+                base_timestamp: 7,
+                max_timestamp: 7,
+                producer_id: -1,
+                producer_epoch: -1,
+                base_sequence: -1,
+            },
+            records: kept
+                .iter()
+                .map(|d| RecordRow {
+                    attributes: 0,
+                    timestamp_delta: 0,
+                    offset_delta: *d,
+                    key: Some(Bytes::from(format!("k{}", base + i64::from(*d)))),
+                    value: Some(Bytes::from_static(b"v")),
+                    headers: vec![],
+                })
+                .collect(),
+        };
+        let meta = |records| crate::index::BatchMeta {
+            len: 100,
+            records,
+            max_timestamp: 7,
+            producer: None,
+        };
+        let mut writer = FileWriter::key_compacted("t-0", &WriterOptions::default()).unwrap();
+        // [0, 3) keeps offset 1; [3, 10) is gone; [10, 12) keeps 11; the metas tile [0, 12).
+        writer.push_decoded(0, &batch(0, 3, &[1]), meta(3)).unwrap();
+        writer
+            .push_decoded(10, &batch(10, 2, &[1]), meta(9))
+            .unwrap();
+        let (file, written) = writer.finish().unwrap();
+        assert_eq!(written.records, 12);
+        let ParsedTail::Footer(footer) = Footer::parse(&file, file.len() as u64).unwrap() else {
+            panic!("the whole file holds the footer");
+        };
+        let span = footer.groups[0];
+        let range = file.slice(span.byte_start as usize..span.byte_end as usize);
+        let group = decode_group(&footer, 0, range, &RebuildOptions::default()).unwrap();
+        let first = group.read_from(0, usize::MAX).unwrap();
+        assert_eq!(
+            (first.base_offset, first.batches.len()),
+            (0, 1),
+            "a run ends at a gap"
+        );
+        let next = group.read_from(3, usize::MAX).unwrap();
+        assert_eq!(
+            next.base_offset, 10,
+            "a read in the gap gets the next batch"
+        );
+        assert_eq!(records_of(next.bytes)[0].offset_delta, 1);
+        let whole = read_batches(file, 0, usize::MAX, &RebuildOptions::default()).unwrap();
+        assert_eq!(whole.batches.len(), 1);
     }
 
     #[test]

@@ -48,6 +48,8 @@ pub struct RebuiltGroup {
     batches: Vec<BatchMeta>,
     /// Base offset of each batch, ascending.
     base_offsets: Vec<u64>,
+    /// Each batch's attributes as stored (a batch rebuilt uncompressed says codec 0).
+    attributes: Vec<i16>,
     /// Byte position of each batch in `bytes`, plus the end.
     positions: Vec<usize>,
 }
@@ -59,8 +61,9 @@ impl RebuiltGroup {
         Some(base + u64::from(batch.records))
     }
 
-    /// Batches from the one holding `offset` until about `max_bytes` (at least one), without
-    /// copying; `None` if the group ends before `offset`.
+    /// Batches from the one holding `offset` (or the first after it, across a gap left by key
+    /// compaction) until about `max_bytes` (at least one) or the next gap, without copying;
+    /// `None` if the group ends before `offset`.
     pub fn read_from(&self, offset: u64, max_bytes: usize) -> Option<RebuiltBatches> {
         let first = self
             .base_offsets
@@ -68,7 +71,10 @@ impl RebuiltGroup {
             .zip(&self.batches)
             .position(|(base, b)| base + u64::from(b.records) > offset)?;
         let mut last = first + 1;
+        // A run ends at a gap a key compaction left: a chunk's batches tile its offsets.
         while last < self.batches.len()
+            && self.base_offsets[last]
+                == self.base_offsets[last - 1] + u64::from(self.batches[last - 1].records)
             && self.positions[last + 1] - self.positions[first] <= max_bytes
         {
             last += 1;
@@ -80,6 +86,20 @@ impl RebuiltGroup {
                 .bytes
                 .slice(self.positions[first]..self.positions[last]),
         })
+    }
+}
+
+impl RebuiltGroup {
+    /// Every rebuilt batch of the row group with its base offset and its attributes as
+    /// stored (the codec of a batch rebuilt uncompressed): key compaction reads whole groups.
+    pub fn all_batches(&self) -> impl Iterator<Item = (u64, Bytes, i16)> + '_ {
+        self.base_offsets
+            .iter()
+            .zip(self.positions.windows(2))
+            .zip(&self.attributes)
+            .map(|((base, span), attributes)| {
+                (*base, self.bytes.slice(span[0]..span[1]), *attributes)
+            })
     }
 }
 
@@ -135,6 +155,7 @@ pub fn decode_group(
         batches: Vec::new(),
         base_offsets: Vec::new(),
         positions: vec![0],
+        attributes: Vec::new(),
     };
     for (header, records) in rebuild(&columns)? {
         let codec = if options.recompress {
@@ -172,6 +193,7 @@ pub fn decode_group(
         });
         rebuilt.base_offsets.push(base_offset);
         rebuilt.positions.push(out.len());
+        rebuilt.attributes.push(header.attributes);
     }
     rebuilt.bytes = out.freeze();
     Ok(rebuilt)
@@ -223,13 +245,22 @@ pub fn read_batches(
         let Some(read) = rebuilt.read_from(next, max_bytes.saturating_sub(out.len())) else {
             continue;
         };
+        if base_offset.is_some() && read.base_offset != next {
+            break; // a gap: the answer is one contiguous run
+        }
         base_offset.get_or_insert(read.base_offset);
         out.extend_from_slice(&read.bytes);
         batches.extend_from_slice(&read.batches);
-        match rebuilt.end_offset() {
-            Some(end) if out.len() < max_bytes => next = end,
-            _ => break,
+        let end = read.base_offset
+            + read
+                .batches
+                .iter()
+                .map(|b| u64::from(b.records))
+                .sum::<u64>();
+        if out.len() >= max_bytes || rebuilt.end_offset() != Some(end) {
+            break;
         }
+        next = end;
     }
     let base_offset = base_offset.ok_or_else(|| {
         CompactedError::Parquet(format!(

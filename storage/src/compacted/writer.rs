@@ -10,9 +10,9 @@ use parquet::file::writer::SerializedFileWriter;
 
 use super::columns::{self, Columns};
 use super::row_group::{push_batch, write_group};
-use super::{CompactedError, FORMAT_VERSION, FORMAT_VERSION_KEY};
+use super::{CompactedError, FORMAT_VERSION, FORMAT_VERSION_KEY, KEY_COMPACTED_FORMAT_VERSION};
 use crate::index::{BatchMeta, ProducerMeta};
-use record_batch::{decode_batch, split_batches};
+use record_batch::{decode_batch, split_batches, DecodedBatch};
 
 /// How row groups are cut. A row group always ends on a batch boundary, so that the reader can
 /// rebuild any batch from one row group.
@@ -76,8 +76,22 @@ pub struct FileWriter {
 
 impl FileWriter {
     pub fn new(stream: &str, options: &WriterOptions) -> Result<Self, CompactedError> {
+        Self::with_version(stream, options, FORMAT_VERSION)
+    }
+
+    /// A writer of a key-compacted file (format version 2: gaps allowed), filled with
+    /// [`FileWriter::push_decoded`].
+    pub fn key_compacted(stream: &str, options: &WriterOptions) -> Result<Self, CompactedError> {
+        Self::with_version(stream, options, KEY_COMPACTED_FORMAT_VERSION)
+    }
+
+    fn with_version(
+        stream: &str,
+        options: &WriterOptions,
+        version: &str,
+    ) -> Result<Self, CompactedError> {
         let metadata = vec![
-            KeyValue::new(FORMAT_VERSION_KEY.into(), FORMAT_VERSION.to_string()),
+            KeyValue::new(FORMAT_VERSION_KEY.into(), version.to_string()),
             KeyValue::new("kafka.stream".into(), stream.to_string()),
         ];
         let props = WriterProperties::builder()
@@ -147,6 +161,58 @@ impl FileWriter {
             }
         }
         Ok(())
+    }
+
+    /// Appends one batch already decoded, whose first offset is `base_offset`, described in
+    /// the index by `meta` (key compaction: the batch may hold fewer records than its offset
+    /// span, and `meta.records` may also cover a gap before it).
+    pub fn push_decoded(
+        &mut self,
+        base_offset: u64,
+        batch: &DecodedBatch,
+        meta: BatchMeta,
+    ) -> Result<(), CompactedError> {
+        let base = i64::try_from(base_offset).map_err(|_| {
+            CompactedError::Limit(format!("offset {base_offset} does not fit an i64"))
+        })?;
+        let h = batch.header;
+        self.batches.push(meta);
+        // The base timestamp may be a delete horizon: the records say what is oldest.
+        let oldest = batch
+            .records
+            .iter()
+            .map(|r| h.record_timestamp(r.timestamp_delta))
+            .min();
+        self.min_timestamp = self.min_timestamp.min(oldest.unwrap_or(h.max_timestamp));
+        self.max_timestamp = self.max_timestamp.max(h.max_timestamp);
+        self.records += u64::from(meta.records);
+        self.group_bytes += meta.len as usize;
+        push_batch(&mut self.group, base, batch);
+        if self.group.offset.len() >= self.options.row_group_rows_target
+            || self.group_bytes >= self.options.row_group_bytes_target
+        {
+            write_group(&mut self.writer, &std::mem::take(&mut self.group))?;
+            self.group_bytes = 0;
+        }
+        Ok(())
+    }
+
+    /// Batches pushed so far.
+    pub fn batches(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// Widens the last batch's index description by `records` offsets: a gap at the end of
+    /// the range (key compaction removed its batches) is described by the batch before it.
+    pub fn extend_last_batch(&mut self, records: u32) -> bool {
+        match self.batches.last_mut() {
+            Some(last) => {
+                last.records += records;
+                self.records += u64::from(records);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Records pushed so far.

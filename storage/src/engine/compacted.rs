@@ -13,33 +13,31 @@ use crate::error::StorageError;
 use crate::index::LocatedEntry;
 
 impl Storage {
-    /// Rebuilds Kafka batches from a compacted file, from the batch holding `offset` on, out of
-    /// the one row group that holds it (fetched with a ranged GET and decoded once).
+    /// Rebuilds Kafka batches from a compacted file, from the batch holding `offset` (or the
+    /// first after it: key compaction leaves gaps) on, out of the one row group that holds it
+    /// (fetched with a ranged GET and decoded once). `None` when the file holds nothing at or
+    /// after `offset`: key compaction removed the end of the entry's range.
     pub(super) async fn read_compacted(
         &self,
         located: &LocatedEntry,
         offset: u64,
         max_bytes: usize,
-    ) -> Result<ReadChunk, StorageError> {
-        let entry = &located.entry;
+    ) -> Result<Option<ReadChunk>, StorageError> {
         let footer = self.compacted_footer(located).await?;
         let mut group = footer.first_group_from(offset);
         while let Some(g) = group.filter(|g| *g < footer.groups.len()) {
             let rebuilt = self.rebuilt_group(located, &footer, g).await?;
             if let Some(read) = rebuilt.read_from(offset, max_bytes) {
-                return Ok(ReadChunk {
+                return Ok(Some(ReadChunk {
                     base_offset: read.base_offset,
                     batches: read.batches,
                     bytes: read.bytes,
-                });
+                }));
             }
-            // Only a row group without offset statistics can end before `offset`.
+            // A row group without offset statistics can end before `offset`.
             group = Some(g + 1);
         }
-        Err(StorageError::Corrupt(format!(
-            "{} holds no batch at or after offset {offset}",
-            entry.object_key
-        )))
+        Ok(None)
     }
 
     /// The parsed footer of a compacted file, from the cache or from a ranged GET of its tail.

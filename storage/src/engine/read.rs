@@ -147,7 +147,11 @@ impl Storage {
                         })) if from_cache => return Ok(Page::StaleCache),
                         chunk => chunk?,
                     };
-                gather.push(chunk, &located.entry.object_key)?;
+                match chunk {
+                    Some(chunk) => gather.push(chunk, &located.entry.object_key)?,
+                    // Key compaction removed the rest of this entry's range: a gap.
+                    None => gather.next = located.end_offset,
+                }
             }
             if !gather.wants_more() {
                 break;
@@ -157,13 +161,14 @@ impl Storage {
     }
 
     /// The entry's batches from the one holding `offset` on: all of a RAW entry's, and about
-    /// `max_bytes` (at least one batch, never past a row group) of a compacted one.
+    /// `max_bytes` (at least one batch, never past a row group or a gap) of a compacted one,
+    /// whose range may end in a gap (`None`).
     pub(super) async fn read_entry(
         &self,
         located: &LocatedEntry,
         offset: u64,
         max_bytes: usize,
-    ) -> Result<ReadChunk, StorageError> {
+    ) -> Result<Option<ReadChunk>, StorageError> {
         if located.entry.file_type == FileType::Parquet {
             return self.read_compacted(located, offset, max_bytes).await;
         }
@@ -185,11 +190,11 @@ impl Storage {
                 located.entry.object_key
             )));
         }
-        Ok(ReadChunk {
+        Ok(Some(ReadChunk {
             base_offset,
             batches: located.entry.batches[first..].to_vec(),
             bytes: bytes.slice(skip_bytes..),
-        })
+        }))
     }
 
     /// A RAW entry's bytes from the write cache, the read cache, or a ranged GET whose CRC is

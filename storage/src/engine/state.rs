@@ -58,10 +58,13 @@ impl StreamState {
             let mut inner = self.lock();
             inner.log_start_offset = inner.log_start_offset.max(trim);
             if let Some(last) = last {
-                let covered = inner
-                    .tail
-                    .back()
-                    .is_some_and(|t| t.end_offset >= last.end_offset);
+                // Covered unless the index holds something newer, or the same range in another
+                // file (a compaction rewrote the last entry: key compaction changes its records).
+                let covered = inner.tail.back().is_some_and(|t| {
+                    t.end_offset > last.end_offset
+                        || (t.end_offset == last.end_offset
+                            && t.entry.object_key == last.entry.object_key)
+                });
                 if !covered {
                     inner.tail.clear();
                     inner.tail.push_back(last);

@@ -92,7 +92,16 @@ impl Storage {
                 .iter()
                 .map(|b| u64::from(b.records))
                 .sum::<u64>();
-        let chunk = self.read_entry(&located, first_offset, 1).await?;
+        // Every batch an entry lists holds records (key compaction lists only batches it kept).
+        let chunk = self
+            .read_entry(&located, first_offset, 1)
+            .await?
+            .ok_or_else(|| {
+                StorageError::Corrupt(format!(
+                    "{} holds no batch at or after offset {first_offset}",
+                    located.entry.object_key
+                ))
+            })?;
         let first = chunk.batches[0];
         Ok(Some(ReadChunk {
             base_offset: chunk.base_offset,

@@ -21,7 +21,7 @@ pub struct TopicSetting {
 }
 
 /// Settings with a flag: those whose topic config does something here. `log.cleanup.policy`
-/// has none: `delete` is already the default and `compact` is refused.
+/// has none: a broker-wide default policy is rarely wanted, topics set theirs.
 fn has_flag(setting: &BrokerSetting) -> bool {
     let effect = definition(setting.topic_config).map(|d| d.effect);
     !matches!(effect, None | Some(Effect::None(_))) && setting.name != "log.cleanup.policy"

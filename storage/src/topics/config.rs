@@ -33,6 +33,23 @@ pub struct TopicConfig {
     pub timestamp_before_max_ms: u64,
     /// `message.timestamp.after.max.ms`: how far a create time may lie in the future.
     pub timestamp_after_max_ms: u64,
+    /// What key compaction keeps and when it runs (read when `cleanup_policy.compact`).
+    pub compaction: CompactionConfig,
+}
+
+/// The key-compaction configs of a topic (Kafka's log cleaner settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionConfig {
+    /// `min.compaction.lag.ms`: a record stays uncompacted at least this long.
+    pub min_compaction_lag_ms: u64,
+    /// `max.compaction.lag.ms`: a record is eligible for compaction at the latest this long
+    /// after it was written, whatever the dirty ratio.
+    pub max_compaction_lag_ms: u64,
+    /// `delete.retention.ms`: how long a tombstone is kept once it became cleanable.
+    pub delete_retention_ms: u64,
+    /// `min.cleanable.dirty.ratio` in millionths: compaction starts when the uncompacted part
+    /// of the cleanable log is at least this share of it.
+    pub min_cleanable_dirty_ratio_ppm: u32,
 }
 
 /// `cleanup.policy`, as a set.
@@ -102,6 +119,12 @@ impl TopicConfig {
             timestamp_type: TimestampType::CreateTime,
             timestamp_before_max_ms: i64::MAX as u64,
             timestamp_after_max_ms: 3_600_000,
+            compaction: CompactionConfig {
+                min_compaction_lag_ms: 0,
+                max_compaction_lag_ms: i64::MAX as u64,
+                delete_retention_ms: 86_400_000,
+                min_cleanable_dirty_ratio_ppm: 500_000,
+            },
         })
     }
 
@@ -113,8 +136,10 @@ impl TopicConfig {
     ) -> Result<TopicConfig, ConfigError> {
         let get = |name: &str| effective(overrides, defaults, name);
         check_compaction_lags(&get)?;
+        let cleanup_policy = cleanup_policy(&get("cleanup.policy")?);
+        check_remote_storage(cleanup_policy, &get)?;
         Ok(TopicConfig {
-            cleanup_policy: cleanup_policy(&get("cleanup.policy")?),
+            cleanup_policy,
             retention_ms: unlimited_if_negative(long(&get("retention.ms")?)),
             retention_bytes: unlimited_if_negative(long(&get("retention.bytes")?)),
             segment_ms: non_negative(long(&get("segment.ms")?)),
@@ -128,6 +153,12 @@ impl TopicConfig {
             },
             timestamp_before_max_ms: non_negative(long(&get("message.timestamp.before.max.ms")?)),
             timestamp_after_max_ms: non_negative(long(&get("message.timestamp.after.max.ms")?)),
+            compaction: CompactionConfig {
+                min_compaction_lag_ms: non_negative(long(&get("min.compaction.lag.ms")?)),
+                max_compaction_lag_ms: non_negative(long(&get("max.compaction.lag.ms")?)),
+                delete_retention_ms: non_negative(long(&get("delete.retention.ms")?)),
+                min_cleanable_dirty_ratio_ppm: ppm(&get("min.cleanable.dirty.ratio")?),
+            },
         })
     }
 }
@@ -225,6 +256,28 @@ fn check_compaction_lags(
     Ok(())
 }
 
+/// Kafka refuses tiered storage on a compacted topic (`validateNoRemoteStorageForCompactedTopic`).
+fn check_remote_storage(
+    policy: CleanupPolicy,
+    get: &impl Fn(&str) -> Result<Value, ConfigError>,
+) -> Result<(), ConfigError> {
+    if policy.compact && matches!(get("remote.storage.enable")?, Value::Boolean(true)) {
+        return Err(ConfigError::Refused(
+            "Remote log storage is unsupported for the compacted topics".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A ratio in `[0, 1]` (the validator checked it) in millionths.
+fn ppm(value: &Value) -> u32 {
+    let ratio = value.as_f64().unwrap_or(0.0).clamp(0.0, 1.0);
+    // In [0, 1_000_000] after the clamp: the cast cannot truncate.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let ppm = (ratio * 1_000_000.0).round() as u32;
+    ppm
+}
+
 fn compression(
     get: &impl Fn(&str) -> Result<Value, ConfigError>,
 ) -> Result<TopicCompression, ConfigError> {
@@ -314,6 +367,42 @@ mod tests {
         assert_eq!(c.timestamp_after_max_ms, 3_600_000);
         assert_eq!(c.timestamp_before_max_ms, i64::MAX as u64);
         assert!(c.cleanup_policy.delete && !c.cleanup_policy.compact);
+        assert_eq!(
+            c.compaction,
+            CompactionConfig {
+                min_compaction_lag_ms: 0,
+                max_compaction_lag_ms: i64::MAX as u64,
+                delete_retention_ms: 86_400_000,
+                min_cleanable_dirty_ratio_ppm: 500_000,
+            }
+        );
+    }
+
+    #[test]
+    fn compacted_topics_resolve_their_cleaner_configs() {
+        let c = TopicConfig::resolve(
+            &overrides(&[
+                ("cleanup.policy", "compact,delete"),
+                ("min.cleanable.dirty.ratio", "0.01"),
+                ("delete.retention.ms", "100"),
+                ("min.compaction.lag.ms", "5"),
+            ]),
+            &TopicDefaults::kafka(),
+        )
+        .unwrap();
+        assert!(c.cleanup_policy.compact && c.cleanup_policy.delete);
+        assert_eq!(c.compaction.min_cleanable_dirty_ratio_ppm, 10_000);
+        assert_eq!(c.compaction.delete_retention_ms, 100);
+        assert_eq!(c.compaction.min_compaction_lag_ms, 5);
+        let tiered = TopicConfig::resolve(
+            &overrides(&[
+                ("cleanup.policy", "compact"),
+                ("remote.storage.enable", "true"),
+            ]),
+            &TopicDefaults::kafka(),
+        )
+        .unwrap_err();
+        assert!(tiered.to_string().contains("unsupported for the compacted"));
     }
 
     #[test]

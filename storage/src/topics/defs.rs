@@ -14,6 +14,8 @@ pub enum Effect {
     Produce,
     /// The compactor applies it when it moves a partition's log start (retention).
     Retention,
+    /// The compactor applies it when it compacts a partition by key (compacted topics).
+    Compaction,
     /// Accepted, validated, stored and described, but it means nothing on shared object
     /// storage; the reason is documented.
     None(&'static str),
@@ -21,7 +23,6 @@ pub enum Effect {
 
 const NO_LOCAL_FILES: &str = "no local segment or index files: data lives in object storage, offsets in the metadata store's index";
 const ALWAYS_DURABLE: &str = "nothing is acknowledged before the object write and the index commit succeeded: every write is durable first";
-const NO_COMPACTED_TOPICS: &str = "only for compacted topics, which this broker does not serve yet";
 const NO_REPLICAS: &str = "no replicas: every broker serves every partition from shared storage";
 const ALL_REMOTE: &str = "no local tier: all data already lives in object storage";
 
@@ -150,7 +151,7 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         default: Some("86400000"),
         validator: Validator::AtLeast(0),
         synonyms: &["log.cleaner.delete.retention.ms"],
-        effect: Effect::None(NO_COMPACTED_TOPICS),
+        effect: Effect::Compaction,
         internal: false,
         doc: topic::DELETE_RETENTION_MS,
     },
@@ -160,7 +161,7 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         default: Some("0"),
         validator: Validator::AtLeast(0),
         synonyms: &["log.cleaner.min.compaction.lag.ms"],
-        effect: Effect::None(NO_COMPACTED_TOPICS),
+        effect: Effect::Compaction,
         internal: false,
         doc: topic::MIN_COMPACTION_LAG_MS,
     },
@@ -170,7 +171,7 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         default: Some("9223372036854775807"),
         validator: Validator::AtLeast(1),
         synonyms: &["log.cleaner.max.compaction.lag.ms"],
-        effect: Effect::None(NO_COMPACTED_TOPICS),
+        effect: Effect::Compaction,
         internal: false,
         doc: topic::MAX_COMPACTION_LAG_MS,
     },
@@ -190,7 +191,7 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         default: Some("0.5"),
         validator: Validator::Between(0, 1),
         synonyms: &["log.cleaner.min.cleanable.ratio"],
-        effect: Effect::None(NO_COMPACTED_TOPICS),
+        effect: Effect::Compaction,
         internal: false,
         doc: topic::MIN_CLEANABLE_DIRTY_RATIO,
     },

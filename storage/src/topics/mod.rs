@@ -18,7 +18,9 @@ mod validator;
 mod value;
 
 pub use broker_settings::{broker_setting, BrokerSetting, Unit, BROKER_SETTINGS};
-pub use config::{effective_value, CleanupPolicy, TimestampType, TopicCompression, TopicConfig};
+pub use config::{
+    effective_value, CleanupPolicy, CompactionConfig, TimestampType, TopicCompression, TopicConfig,
+};
 pub use defaults::{DefaultValue, TopicDefaults};
 pub use defs::{definition, ConfigDef, Effect, TOPIC_CONFIGS};
 pub use record::*;

@@ -15,12 +15,11 @@ pub fn topic_configs_table() -> String {
         let here = match def.effect {
             Effect::Produce => "**honoured** by the broker on produce".to_string(),
             Effect::Retention => "**honoured** by the compactor (retention)".to_string(),
+            Effect::Compaction => "**honoured** by the compactor (key compaction)".to_string(),
             Effect::None(why) => format!("accepted, stored, described; no effect: {why}"),
         };
         let here = if def.name == "cleanup.policy" {
-            format!(
-                "{here}: `delete` only, `compact` is refused (compacted topics are a later issue)"
-            )
+            format!("{here}; `compact` by key compaction")
         } else if def.internal {
             format!("{here} (internal: described only when set)")
         } else {

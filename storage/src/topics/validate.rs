@@ -1,5 +1,5 @@
 //! Checking a topic's overrides as a client sends them (CreateTopics, AlterConfigs,
-//! IncrementalAlterConfigs): names, values, and what this broker cannot honour yet.
+//! IncrementalAlterConfigs): names, values, and the combinations Kafka refuses.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +15,6 @@ pub fn validate_override(name: &str, raw: &str) -> Result<String, ConfigError> {
     let def = definition(name).ok_or_else(|| ConfigError::UnknownName(name.to_string()))?;
     let value = Value::parse(def.config_type, name, raw)?;
     def.validator.check(name, &value)?;
-    refuse_unsupported(name, &value)?;
     Ok(value.canonical())
 }
 
@@ -35,22 +34,6 @@ pub fn validate_overrides<'a>(
     }
     TopicConfig::resolve(&out, defaults)?;
     Ok(out)
-}
-
-/// Values Kafka accepts that this broker refuses: compacted topics are a later issue.
-fn refuse_unsupported(name: &str, value: &Value) -> Result<(), ConfigError> {
-    if name == "cleanup.policy" {
-        if let Value::List(items) = value {
-            if items.iter().any(|i| i == "compact") {
-                return Err(ConfigError::invalid(
-                    name,
-                    &value.canonical(),
-                    "cleanup.policy=compact is not supported by this broker (diskless topics are delete-only)".into(),
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -77,7 +60,7 @@ mod tests {
     }
 
     #[test]
-    fn unknown_null_duplicate_and_compact_are_refused() {
+    fn unknown_null_and_duplicate_names_are_refused_and_every_cleanup_policy_accepted() {
         assert_eq!(
             check(&[("no.such", Some("1"))]).unwrap_err(),
             ConfigError::UnknownName("no.such".into())
@@ -90,11 +73,11 @@ mod tests {
             check(&[("retention.ms", Some("1")), ("retention.ms", Some("2"))]),
             Err(ConfigError::Duplicate(_))
         ));
-        let compact = check(&[("cleanup.policy", Some("compact,delete"))]).unwrap_err();
-        assert!(
-            compact.to_string().contains("compact is not supported"),
-            "{compact}"
-        );
-        assert!(check(&[("cleanup.policy", Some(""))]).is_ok());
+        for policy in ["", "delete", "compact", "compact,delete", "delete, compact"] {
+            assert!(
+                check(&[("cleanup.policy", Some(policy))]).is_ok(),
+                "{policy}"
+            );
+        }
     }
 }

@@ -115,6 +115,7 @@ fn topic_doc(def: &ConfigDef) -> String {
     let here = match def.effect {
         Effect::Produce => "honoured by the broker on produce".to_string(),
         Effect::Retention => "honoured by the compactor's retention".to_string(),
+        Effect::Compaction => "honoured by the compactor's key compaction".to_string(),
         Effect::None(why) => format!("accepted and stored, no effect: {why}"),
     };
     format!("{} (This broker: {here}.)", def.doc)
