@@ -80,6 +80,9 @@ def test_metrics_after_a_produce_and_consume_name_the_topic_and_the_bytes_moved(
         assert sample(text, "diskless_object_store_bytes_total", operation="put") >= bytes_in
         assert sample(text, "diskless_metastore_operation_duration_seconds_count", operation="put") >= 1
         assert sample(text, "diskless_produce_pending_bytes_limit") > 0
+        # The consumer read what had just been written: from the write cache.
+        assert sample(text, "diskless_cache_lookups_total", cache="write", result="hit") >= 1
+        assert sample(text, "diskless_cache_bytes", cache="write") > 0
         assert "kafka_server_connections " in text
         assert 'kafka_server_listener_connections{listener="PLAINTEXT"}' in text
         assert text.rstrip().endswith("# EOF")

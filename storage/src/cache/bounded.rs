@@ -4,6 +4,8 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 
+use super::metrics::CacheMetrics;
+
 /// What a cached value costs against the cache's byte bound.
 pub trait Weigh {
     fn weight_bytes(&self) -> usize;
@@ -25,6 +27,7 @@ impl<T: Weigh> Weigh for std::sync::Arc<T> {
 pub struct BoundedCache<K, V = Bytes> {
     bytes_max: usize,
     inner: Mutex<Inner<K, V>>,
+    metrics: CacheMetrics,
 }
 
 struct Inner<K, V> {
@@ -34,8 +37,10 @@ struct Inner<K, V> {
 }
 
 impl<K: Hash + Eq + Clone, V: Clone + Weigh> BoundedCache<K, V> {
-    pub fn new(bytes_max: usize) -> Self {
+    /// `name` labels the cache's metrics (`write`, `read`, `footer`, `rebuilt`).
+    pub fn new(name: &'static str, bytes_max: usize) -> Self {
         BoundedCache {
+            metrics: CacheMetrics::named(name),
             bytes_max,
             inner: Mutex::new(Inner {
                 map: HashMap::new(),
@@ -46,7 +51,9 @@ impl<K: Hash + Eq + Clone, V: Clone + Weigh> BoundedCache<K, V> {
     }
 
     pub fn get(&self, key: &K) -> Option<V> {
-        self.lock().map.get(key).cloned()
+        let found = self.lock().map.get(key).cloned();
+        self.metrics.looked_up(found.is_some());
+        found
     }
 
     /// Inserts `value`; values larger than the whole cache are not kept.
@@ -59,15 +66,18 @@ impl<K: Hash + Eq + Clone, V: Clone + Weigh> BoundedCache<K, V> {
         if inner.map.contains_key(&key) {
             return;
         }
+        let mut removed = 0;
         while inner.bytes + weight > self.bytes_max {
             let Some(oldest) = inner.order.pop_front() else {
                 break;
             };
             if let Some(evicted) = inner.map.remove(&oldest) {
                 inner.bytes -= evicted.weight_bytes();
+                removed += evicted.weight_bytes();
             }
         }
         inner.bytes += weight;
+        self.metrics.resized(weight, removed);
         inner.order.push_back(key.clone());
         inner.map.insert(key, value);
     }
@@ -96,7 +106,7 @@ mod tests {
 
     #[test]
     fn cache_evicts_oldest_to_stay_within_bytes_max() {
-        let cache = BoundedCache::new(10);
+        let cache = BoundedCache::new("test", 10);
         cache.insert("a", Bytes::from_static(b"aaaa"));
         cache.insert("b", Bytes::from_static(b"bbbb"));
         cache.insert("c", Bytes::from_static(b"cccc"));
@@ -109,7 +119,7 @@ mod tests {
 
     #[test]
     fn a_lease_outlives_eviction() {
-        let cache = BoundedCache::new(4);
+        let cache = BoundedCache::new("test", 4);
         cache.insert("a", Bytes::from_static(b"aaaa"));
         let lease = subslice(&cache.get(&"a").unwrap(), 1, 2).unwrap();
         cache.insert("b", Bytes::from_static(b"bbbb"));

@@ -3,6 +3,7 @@
 //! never frees memory under an in-flight read, and the cache bound stays exact.
 
 mod bounded;
+mod metrics;
 
 pub use bounded::{subslice, BoundedCache, Weigh};
 

@@ -73,7 +73,7 @@ impl Storage {
         clock: Arc<dyn Clock>,
     ) -> Arc<Storage> {
         let index = Index::new(index_meta);
-        let write_cache = Arc::new(WriteCache::new(config.write_cache_bytes));
+        let write_cache = Arc::new(WriteCache::new("write", config.write_cache_bytes));
         let streams = Arc::new(Streams::new(config.stream_states_max));
         let on_commit: CommitListener = {
             let streams = streams.clone();
@@ -93,9 +93,9 @@ impl Storage {
             clock.clone(),
         );
         Arc::new(Storage {
-            read_cache: ReadCache::new(config.read_cache_bytes),
-            footer_cache: FooterCache::new(config.compacted_footer_cache_bytes),
-            rebuilt_cache: RebuiltCache::new(config.compacted_cache_bytes),
+            read_cache: ReadCache::new("read", config.read_cache_bytes),
+            footer_cache: FooterCache::new("footer", config.compacted_footer_cache_bytes),
+            rebuilt_cache: RebuiltCache::new("rebuilt", config.compacted_cache_bytes),
             config,
             clock,
             objects,
