@@ -11,6 +11,7 @@ pub mod fetch_session;
 pub mod groups;
 pub mod handlers;
 pub mod health;
+pub mod key_escape;
 pub mod listener;
 pub mod metrics;
 pub mod producers;

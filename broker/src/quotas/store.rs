@@ -14,6 +14,11 @@ use metastore::{Comparison, Expect, MetaError, MetaStore, Notification, PutOptio
 
 use super::entity::{Entity, Name, Values};
 
+use crate::key_escape::{escape, unescape};
+
+/// Characters escaped in names: the separators of an entity key, and `<` so no name reads as `<default>`.
+const RESERVED: &[char] = &[',', '=', '<', '/'];
+
 pub const PREFIX: &str = "quotas/";
 /// Entities the cluster may hold quotas for (each broker keeps them all in memory).
 pub const ENTITIES_MAX: usize = 100_000;
@@ -36,7 +41,7 @@ pub fn key(entity: &Entity) -> String {
         .into_iter()
         .map(|(t, name)| match name {
             Name::Default => format!("{t}={DEFAULT}"),
-            Name::Named(n) => format!("{t}={}", escape(n)),
+            Name::Named(n) => format!("{t}={}", escape(n, RESERVED)),
         })
         .collect();
     format!("{PREFIX}{}", parts.join(","))
@@ -210,37 +215,6 @@ fn decode(key: &str, value: &[u8]) -> Result<Option<(Entity, Values)>, QuotaStor
         values.insert(k.clone(), v);
     }
     Ok(Some((entity, values)))
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '%' | ',' | '=' | '<' | '/') || c.is_control() {
-            let mut buf = [0u8; 4];
-            for b in c.encode_utf8(&mut buf).bytes() {
-                out.push_str(&format!("%{b:02X}"));
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn unescape(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            out.push(u8::from_str_radix(text.get(i + 1..i + 3)?, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

@@ -14,6 +14,11 @@ use super::{
     ResourceType,
 };
 
+use crate::key_escape::{escape, unescape};
+
+/// Characters escaped in names: the separators of a binding key.
+const RESERVED: &[char] = &[':', '/'];
+
 pub const PREFIX: &str = "acls/";
 /// The end of the range holding every key under [`PREFIX`] (the store orders `/` last).
 pub const END: &str = "acls//";
@@ -27,9 +32,9 @@ pub fn encode(binding: &AclBinding) -> String {
     let fields = [
         pattern.resource_type.name().to_ascii_lowercase(),
         pattern.pattern_type.name().to_ascii_lowercase(),
-        escape(&pattern.name),
-        escape(&entry.principal),
-        escape(&entry.host),
+        escape(&pattern.name, RESERVED),
+        escape(&entry.principal, RESERVED),
+        escape(&entry.host, RESERVED),
         entry.operation.name().to_ascii_lowercase(),
         entry.permission.name().to_ascii_lowercase(),
     ];
@@ -72,38 +77,6 @@ pub fn value(binding: &AclBinding) -> Bytes {
         "permission_type": binding.entry.permission.name(),
     });
     Bytes::from(json.to_string())
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '%' | ':' | '/') || c.is_control() {
-            let mut buf = [0u8; 4];
-            for byte in c.encode_utf8(&mut buf).bytes() {
-                out.push_str(&format!("%{byte:02X}"));
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn unescape(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

@@ -19,6 +19,11 @@ use super::credential::ScramCredential;
 use super::mechanism::ScramMechanism;
 use super::server::CredentialLookup;
 
+use crate::key_escape::{escape, unescape};
+
+/// Characters escaped in names: the separator of a credential key.
+const RESERVED: &[char] = &['/'];
+
 pub const PREFIX: &str = "scram/";
 /// Credentials the cluster may hold (each broker keeps them all in memory, ~300 bytes each).
 pub const CREDENTIALS_MAX: usize = 100_000;
@@ -38,7 +43,7 @@ pub enum ScramStoreError {
 
 /// The key of `user`'s credential for `mechanism`.
 pub fn key(mechanism: ScramMechanism, user: &str) -> String {
-    format!("{PREFIX}{}/{}", mechanism.name(), escape(user))
+    format!("{PREFIX}{}/{}", mechanism.name(), escape(user, RESERVED))
 }
 
 /// The mechanism and user a key names; `None` for keys this version does not understand.
@@ -254,38 +259,6 @@ impl CredentialLookup for ScramCredentials {
     fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
         self.read().get(&(user.to_string(), mechanism)).cloned()
     }
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '%' | '/') || c.is_control() {
-            let mut buf = [0u8; 4];
-            for b in c.encode_utf8(&mut buf).bytes() {
-                out.push_str(&format!("%{b:02X}"));
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn unescape(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
