@@ -116,6 +116,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     // Loaded before the listener opens, as credentials are: no request escapes a quota set.
     let quotas = crate::quotas::QuotaStore::open(coordination_meta.clone()).await?;
     let quota_window = config.quota_window;
+    let transactions = config.transactions;
     let sasl = crate::security::sasl::SaslAuthenticator::open(
         config.sasl.clone(),
         scram.clone(),
@@ -164,6 +165,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let advertised = &node.listeners[0].advertised;
     tracing::info!(%local_addr, %advertised, broker_id = node.broker_id, %cluster_id, objects = %object_url, metastore = %config.metastore, "broker listening");
     let listeners = node.listeners.clone();
+    let txn_generation = membership.generation();
     let broker = Arc::new(Broker {
         config,
         node,
@@ -178,7 +180,13 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         scram,
         sasl,
         quotas: crate::quotas::Quotas::new(quotas, quota_window),
+        transactions: crate::transactions::Transactions::new(
+            coordination_meta.clone(),
+            transactions,
+            txn_generation,
+        ),
     });
+    crate::transactions::sweep::spawn(&broker, shutdown_rx.clone());
     let compaction = compactor_config.map(|compactor_config| {
         let compactor = compactor::Compactor::new(
             objects.clone(),

@@ -47,4 +47,6 @@ pub struct Broker {
     pub sasl: Arc<crate::security::sasl::SaslAuthenticator>,
     /// Client quotas (AlterClientQuotas) and their enforcement.
     pub quotas: crate::quotas::Quotas,
+    /// Transaction coordinator state, markers and the last stable offsets.
+    pub transactions: crate::transactions::Transactions,
 }

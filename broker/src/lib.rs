@@ -24,3 +24,4 @@ pub mod stats;
 pub mod storage_errors;
 pub mod tls;
 pub mod topic_names;
+pub mod transactions;

@@ -54,6 +54,13 @@ impl Placement {
         let key = format!("group/{group_id}");
         highest_weight(&key, &candidates).unwrap_or(&self.members[0])
     }
+
+    /// The coordinator of a transactional id: the same hash over all live brokers.
+    pub fn transaction_coordinator(&self, transactional_id: &str) -> &Member {
+        let candidates: Vec<&Member> = self.members.iter().collect();
+        let key = format!("transaction/{transactional_id}");
+        highest_weight(&key, &candidates).unwrap_or(&self.members[0])
+    }
 }
 
 fn highest_weight<'a>(key: &str, candidates: &[&'a Member]) -> Option<&'a Member> {

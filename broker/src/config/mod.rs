@@ -26,6 +26,8 @@ pub struct Config {
     pub http_listen: storage::config::HttpListen,
     /// How client byte rates are measured for quotas.
     pub quota_window: crate::quotas::rate::QuotaWindow,
+    /// The transaction coordinator's timeouts.
+    pub transactions: crate::transactions::TxnConfig,
     /// `--listeners`, or the one PLAINTEXT listener of `--listen`; never empty.
     pub listeners: Vec<ListenerConfig>,
     /// The TLS setup, when a listener uses TLS.
@@ -149,6 +151,13 @@ impl Config {
             authorizer: authorizer_config(r)?,
             sasl: sasl::sasl_config(r)?,
             http_listen: storage::config::http_listen(r),
+            transactions: crate::transactions::TxnConfig {
+                max_timeout_ms: r.get(&crate::transactions::settings::TRANSACTION_MAX_TIMEOUT_MS),
+                id_expiration_ms: r.get(&crate::transactions::settings::TRANSACTIONAL_ID_EXPIRATION_MS),
+                cleanup_interval_ms: r.get(
+                    &crate::transactions::settings::TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS,
+                ),
+            },
             quota_window: crate::quotas::rate::QuotaWindow {
                 size: std::time::Duration::from_secs(
                     r.get(&crate::quotas::settings::QUOTA_WINDOW_SIZE_SECONDS),

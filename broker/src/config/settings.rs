@@ -58,6 +58,10 @@ pub fn schema() -> Schema {
         .group("Authorization", AUTHORIZATION.iter().copied())
         .group("SASL", super::sasl::SASL.iter().copied())
         .group("Quotas", crate::quotas::settings::QUOTAS.iter().copied())
+        .group(
+            "Transactions",
+            crate::transactions::settings::TRANSACTIONS.iter().copied(),
+        )
         .group("Write and read path", ENGINE.iter().copied())
         .group("Consumer groups", GROUPS.iter().copied())
         .group("Compaction", [&COMPACTION as &dyn AnySetting]);

@@ -329,6 +329,50 @@ impl GroupCoordinator {
         self.write_offsets(group_id, offsets).await
     }
 
+    /// The member checks of an offset commit without the commit (TxnOffsetCommit: a
+    /// transaction's offsets become committed only when it commits). A negative generation is
+    /// a producer outside group management, accepted as Kafka does.
+    pub async fn validate_commit(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        generation_id: i32,
+    ) -> Result<(), ResponseError> {
+        if group_id.is_empty() {
+            return Err(ResponseError::InvalidGroupId);
+        }
+        if generation_id < 0 {
+            return Ok(());
+        }
+        if self.may_be_consumer_group(group_id) {
+            if let Some(checked) = self
+                .consumer
+                .check_commit(group_id, member_id, generation_id)
+                .await
+            {
+                return checked;
+            }
+        }
+        let Some(group) = self.groups.existing(group_id).await? else {
+            return Err(ResponseError::IllegalGeneration);
+        };
+        let mut group = group.lock().await;
+        group.check_commit(member_id, group_instance_id, generation_id, self.groups.now_ms())
+    }
+
+    /// Writes the offsets a committed transaction carried for the group.
+    pub async fn write_committed_offsets(
+        &self,
+        group_id: &str,
+        offsets: &[CommittedOffset],
+    ) -> Result<(), ResponseError> {
+        self.write_offsets(group_id, offsets)
+            .await
+            .into_iter()
+            .collect()
+    }
+
     async fn write_offsets(
         &self,
         group_id: &str,

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::future::select_all;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId};
 use kafka_protocol::ResponseError;
 use record_batch::set_base_offset;
 use storage::{ReadChunk, StorageError};
@@ -20,6 +22,8 @@ use crate::fetch_session::{FetchTarget, Plan, Reported};
 use crate::security::acl::CLUSTER_NAME;
 use crate::security::authorizer::operations;
 use crate::storage_errors::read_error;
+use crate::transactions;
+use crate::transactions::records::AbortedTxn;
 
 /// Longest wait a client may ask for; bounds how long a request holds its connection slot.
 const MAX_WAIT_MS_CAP: i32 = 60_000;
@@ -30,6 +34,9 @@ struct PartitionResult {
     high_watermark: i64,
     log_start_offset: i64,
     records: Option<Bytes>,
+    /// Set when a read_committed read met transactional batches (else the high watermark).
+    last_stable_offset: Option<u64>,
+    aborted: Vec<AbortedTxn>,
 }
 
 impl PartitionResult {
@@ -53,7 +60,9 @@ pub async fn handle(
         }
     };
     let denied = authorize(broker, context, &request, &mut plan);
+    let read_committed = version >= 4 && request.isolation_level == 1;
     let limits = Limits {
+        read_committed,
         // Negative sizes and waits are 0.
         max_bytes: if version >= 3 {
             usize::try_from(request.max_bytes).unwrap_or(0)
@@ -73,7 +82,6 @@ pub async fn handle(
         long_poll(broker, &plan, limits).await
     };
     results.extend(denied);
-    let read_committed = request.isolation_level == 1;
     FetchResponse::default()
         .with_session_id(plan.session_id)
         .with_responses(respond(broker, &plan, results, read_committed))
@@ -108,6 +116,8 @@ fn authorize(
                 high_watermark: -1,
                 log_start_offset: -1,
                 records: None,
+                last_stable_offset: None,
+                aborted: Vec::new(),
             });
         }
         ok
@@ -118,6 +128,7 @@ fn authorize(
 /// What one Fetch may return and how long it may wait for it.
 #[derive(Clone, Copy)]
 struct Limits {
+    read_committed: bool,
     max_bytes: usize,
     min_bytes: usize,
     wait: Duration,
@@ -173,7 +184,7 @@ async fn long_poll(broker: &Broker, plan: &Plan, limits: Limits) -> Vec<Partitio
                 }
             }
         }
-        let results = read_targets(broker, &plan.targets, limits.max_bytes).await;
+        let results = read_targets(broker, &plan.targets, limits).await;
         let bytes: usize = results.iter().map(PartitionResult::bytes).sum();
         let has_error = results.iter().any(|r| r.error.is_some());
         if bytes >= limits.min_bytes || has_error || Instant::now() >= deadline {
@@ -181,11 +192,11 @@ async fn long_poll(broker: &Broker, plan: &Plan, limits: Limits) -> Vec<Partitio
         }
         if watches.is_empty() {
             tokio::time::sleep_until(deadline).await;
-            return read_targets(broker, &plan.targets, limits.max_bytes).await;
+            return read_targets(broker, &plan.targets, limits).await;
         }
         let changed = select_all(watches.iter_mut().map(|w| Box::pin(w.changed())));
         if tokio::time::timeout_at(deadline, changed).await.is_err() {
-            return read_targets(broker, &plan.targets, limits.max_bytes).await;
+            return read_targets(broker, &plan.targets, limits).await;
         }
     }
 }
@@ -241,13 +252,25 @@ fn session_reports(broker: &Broker, plan: &Plan, result: &PartitionResult) -> bo
 }
 
 fn partition_data(result: PartitionResult, read_committed: bool) -> PartitionData {
+    let aborted = result
+        .aborted
+        .iter()
+        .map(|a| {
+            AbortedTransaction::default()
+                .with_producer_id(ProducerId(a.producer_id))
+                .with_first_offset(kafka_offset(a.first_offset))
+        })
+        .collect();
+    let last_stable = result
+        .last_stable_offset
+        .map_or(result.high_watermark, kafka_offset);
     PartitionData::default()
         .with_partition_index(result.target.partition)
         .with_error_code(result.error.map_or(0, |e| e.code()))
         .with_high_watermark(result.high_watermark)
-        .with_last_stable_offset(result.high_watermark)
+        .with_last_stable_offset(last_stable)
         .with_log_start_offset(result.log_start_offset)
-        .with_aborted_transactions(read_committed.then(Vec::new))
+        .with_aborted_transactions(read_committed.then_some(aborted))
         .with_preferred_read_replica(BrokerId(-1))
         // Never null: librdkafka 2.0 rejects a null record set (size -1); Kafka sends empty.
         .with_records(Some(result.records.unwrap_or_default()))
@@ -259,22 +282,39 @@ fn stream_of(broker: &Broker, target: &FetchTarget) -> Option<String> {
         .then(|| topic.stream_id(target.partition))
 }
 
-async fn read_targets(
-    broker: &Broker,
-    targets: &[FetchTarget],
-    max_bytes: usize,
-) -> Vec<PartitionResult> {
-    let mut remaining = max_bytes;
+async fn read_targets(broker: &Broker, targets: &[FetchTarget], limits: Limits) -> Vec<PartitionResult> {
+    let mut remaining = limits.max_bytes;
     let mut any_data = false;
     let mut results = Vec::with_capacity(targets.len());
     for target in targets {
-        let result = read_target(broker, target, remaining, !any_data).await;
+        let mut result = read_target(broker, target, remaining, !any_data).await;
+        if limits.read_committed {
+            committed_only(broker, &mut result).await;
+        }
         let bytes = result.bytes();
         any_data |= bytes > 0;
         remaining = remaining.saturating_sub(bytes);
         results.push(result);
     }
     results
+}
+
+/// Keeps of a read_committed read only what is below the last stable offset, with the
+/// aborted transactions among it (`transactions::stable`).
+async fn committed_only(broker: &Broker, result: &mut PartitionResult) {
+    let (Some(records), Some(stream)) = (result.records.take(), stream_of(broker, &result.target))
+    else {
+        return;
+    };
+    let from = u64::try_from(result.target.fetch_offset).unwrap_or(0);
+    match transactions::stable::committed_view(broker, &stream, from, records).await {
+        Ok((records, aborted, last_stable)) => {
+            result.records = (!records.is_empty()).then_some(records);
+            result.aborted = aborted;
+            result.last_stable_offset = last_stable;
+        }
+        Err(error) => result.error = Some(error),
+    }
 }
 
 /// Reads one partition. `budget` is what the response still has room for; `first` allows the
@@ -291,6 +331,8 @@ async fn read_target(
         high_watermark: -1,
         log_start_offset: -1,
         records: None,
+        last_stable_offset: None,
+        aborted: Vec::new(),
     };
     let Some(stream) = stream_of(broker, target) else {
         result.error = Some(ResponseError::UnknownTopicOrPartition);

@@ -2,11 +2,9 @@
 //! brokers, and named by its address for the listener the request came through (v4+ answers
 //! batched keys). Committed offsets and group records live in the
 //! MetaStore, so a coordinator change loses no committed offset.
-//! Transactions are not supported, so TRANSACTION keys get TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-//! what Kafka answers a client it will not serve a transactional id: librdkafka and the Java
-//! client treat it as fatal and fail `init_transactions` at once, where any other error makes
-//! them retry the lookup until their timeout. DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED)
-//! or the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) is checked first.
+//! A transactional id's coordinator is chosen by the same hash (`transaction_coordinator`).
+//! DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or the transactional id
+//! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) is checked first.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
@@ -85,9 +83,13 @@ fn coordinator(
                 "Transactional Id authorization failed.",
             )
         }
-        KEY_TYPE_GROUP => {
+        KEY_TYPE_GROUP | KEY_TYPE_TRANSACTION => {
             let placement = broker.membership.placement();
-            let chosen = placement.group_coordinator(&key);
+            let chosen = if key_type == KEY_TYPE_GROUP {
+                placement.group_coordinator(&key)
+            } else {
+                placement.transaction_coordinator(&key)
+            };
             // As Kafka: a coordinator without this listener cannot be reached by this client.
             let Some((host, port)) = chosen.endpoint(&context.listener) else {
                 return refuse(
@@ -102,10 +104,6 @@ fn coordinator(
                 .with_port(port)
                 .with_error_message(None)
         }
-        KEY_TYPE_TRANSACTION => refuse(
-            ResponseError::TransactionalIdAuthorizationFailed,
-            "transactions are not supported by this broker",
-        ),
         _ => refuse(
             ResponseError::InvalidRequest,
             "unknown coordinator key type",

@@ -1,8 +1,8 @@
-//! InitProducerId for idempotent producers. Every call gets a fresh producer id at epoch 0,
-//! as Kafka does without a transactional id (a KIP-360 bump request included: a new id is
-//! always a valid answer). Transactional ids are refused: this broker has no transactions.
-//! An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
-//! (KIP-679), else CLUSTER_AUTHORIZATION_FAILED.
+//! InitProducerId. Without a transactional id every call gets a fresh producer id at epoch 0,
+//! as Kafka does (a KIP-360 bump request included: a new id is always a valid answer); an
+//! idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679),
+//! else CLUSTER_AUTHORIZATION_FAILED. With one, WRITE on it, then the transaction coordinator
+//! (`transactions::coordinator`) bumps the epoch, fencing earlier instances.
 
 use std::sync::Arc;
 
@@ -13,6 +13,7 @@ use super::RequestContext;
 use crate::context::Broker;
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 use crate::security::authorizer::operations;
+use crate::transactions::coordinator;
 
 pub async fn handle(
     broker: &Arc<Broker>,
@@ -24,10 +25,22 @@ pub async fn handle(
         .with_producer_epoch(-1);
     let authorizer = &broker.authorizer;
     if let Some(id) = request.transactional_id.as_deref() {
-        // Asked first so that a refusal is logged as one; allowed or not, no transactions.
-        authorizer.allows(context, &operations::INIT_PRODUCER_ID_TRANSACTIONAL, id);
-        tracing::debug!("refused init producer id with a transactional id");
-        return response.with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code());
+        let outcome = if !authorizer.allows(context, &operations::INIT_PRODUCER_ID_TRANSACTIONAL, id)
+        {
+            Err(ResponseError::TransactionalIdAuthorizationFailed)
+        } else if id.is_empty() {
+            Err(ResponseError::InvalidRequest)
+        } else if !coordinator::is_coordinator(broker, id) {
+            Err(ResponseError::NotCoordinator)
+        } else {
+            coordinator::init_producer_id(broker, id, request.transaction_timeout_ms).await
+        };
+        return match outcome {
+            Ok((producer_id, epoch)) => response
+                .with_producer_id(ProducerId(producer_id))
+                .with_producer_epoch(epoch),
+            Err(error) => response.with_error_code(error.code()),
+        };
     }
     let idempotent =
         authorizer.allows_quietly(

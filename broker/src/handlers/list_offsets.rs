@@ -17,6 +17,7 @@ use super::{kafka_offset, RequestContext};
 use crate::context::Broker;
 use crate::security::authorizer::operations;
 use crate::storage_errors::read_error;
+use crate::transactions;
 
 const LATEST_TIMESTAMP: i64 = -1;
 const EARLIEST_TIMESTAMP: i64 = -2;
@@ -63,6 +64,12 @@ pub async fn handle(
             let answer = match partition.timestamp {
                 MAX_TIMESTAMP if version < 7 => Err(ResponseError::UnsupportedVersion),
                 ts if ts < MAX_TIMESTAMP => Err(ResponseError::UnsupportedVersion),
+                // A read_committed consumer's end of the log is the last stable offset.
+                LATEST_TIMESTAMP if version >= 2 && request.isolation_level == 1 => {
+                    transactions::stable::last_stable_offset(broker, &stream)
+                        .await
+                        .map(|(lso, _)| Some((kafka_offset(lso), -1)))
+                }
                 ts => lookup(broker, &stream, ts).await,
             };
             partitions.push(match answer {

@@ -1,6 +1,8 @@
 //! Dispatch by API key, one file per API. Handlers answer errors in-band with Kafka error
 //! codes; a [`HandlerError`] closes the connection, as Kafka does for requests it cannot serve.
 
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod alter_client_quotas;
 mod alter_user_scram_credentials;
 mod api_versions;
@@ -21,6 +23,7 @@ mod describe_groups;
 mod describe_log_dirs;
 mod describe_user_scram_credentials;
 mod elect_leaders;
+mod end_txn;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -43,6 +46,7 @@ pub mod sasl;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
+mod txn_offset_commit;
 
 use std::sync::Arc;
 
@@ -283,6 +287,24 @@ impl Call<'_> {
             ),
             RequestKind::InitProducerId(r) => ResponseKind::InitProducerId(
                 init_producer_id::handle(broker, self.context, r).await,
+            ),
+            other => return self.transactions(other).await,
+        })
+    }
+
+    /// The transaction coordinator's APIs, and TxnOffsetCommit (the group coordinator's).
+    async fn transactions(&self, body: RequestKind) -> Served {
+        let (broker, context) = (self.broker, self.context);
+        Ok(match body {
+            RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(
+                add_partitions_to_txn::handle(broker, context, r).await,
+            ),
+            RequestKind::AddOffsetsToTxn(r) => {
+                ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(broker, context, r).await)
+            }
+            RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(broker, context, r).await),
+            RequestKind::TxnOffsetCommit(r) => ResponseKind::TxnOffsetCommit(
+                txn_offset_commit::handle(broker, context, self.version, r).await,
             ),
             other => return Err(other),
         })

@@ -3,7 +3,7 @@
 //! group is checked first (GROUP_AUTHORIZATION_FAILED); named topics the principal may not
 //! describe are answered TOPIC_AUTHORIZATION_FAILED, and left out of an all-topics answer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
@@ -26,6 +26,19 @@ struct Fetched {
     offsets: Offsets,
     /// Named topics the principal may not describe, with the partitions asked for.
     refused: Vec<(String, Vec<i32>)>,
+    /// Partitions an open transaction has offsets staged for (asked with `require_stable`).
+    unstable: BTreeSet<(String, i32)>,
+}
+
+impl Fetched {
+    /// `(offset, leader epoch, metadata, error)` of one partition.
+    fn answer(&self, topic: &str, index: i32, record: Option<OffsetRecord>) -> (i64, i32, String, i16) {
+        if self.unstable.contains(&(topic.to_string(), index)) {
+            return (-1, -1, String::new(), ResponseError::UnstableOffsetCommit.code());
+        }
+        let (offset, epoch, metadata) = values(record);
+        (offset, epoch, metadata, 0)
+    }
 }
 
 pub async fn handle(
@@ -62,7 +75,7 @@ pub async fn handle(
                 }
             }
             groups.push(
-                match fetch(broker, context, &group.group_id.0, wanted).await {
+                match fetch(broker, context, &group.group_id.0, wanted, request.require_stable).await {
                     Ok(fetched) => response.with_topics(multi_group_topics(fetched)),
                     Err(error) => response.with_error_code(error.code()),
                 },
@@ -82,7 +95,8 @@ pub async fn handle(
         None => Some(Vec::new()),
     };
     let fetched = if allowed(broker, context, &request.group_id.0) {
-        fetch(broker, context, &request.group_id.0, wanted).await
+        let stable = version >= 7 && request.require_stable;
+        fetch(broker, context, &request.group_id.0, wanted, stable).await
     } else {
         Err(GROUP_REFUSED)
     };
@@ -106,10 +120,25 @@ async fn fetch(
     context: &RequestContext,
     group_id: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
 ) -> Result<Fetched, ResponseError> {
     if group_id.is_empty() {
         return Err(ResponseError::InvalidGroupId);
     }
+    let mut fetched = committed(broker, context, group_id, wanted).await?;
+    if require_stable {
+        let staged = crate::transactions::offsets::unstable_partitions(broker, group_id).await?;
+        fetched.unstable = staged.into_iter().collect();
+    }
+    Ok(fetched)
+}
+
+async fn committed(
+    broker: &Broker,
+    context: &RequestContext,
+    group_id: &str,
+    wanted: Option<Vec<(String, Vec<i32>)>>,
+) -> Result<Fetched, ResponseError> {
     let authorizer = &broker.authorizer;
     let mut fetched = Fetched::default();
     match wanted {
@@ -155,8 +184,8 @@ fn values(record: Option<OffsetRecord>) -> (i64, i32, String) {
     }
 }
 
-fn single_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
-    let refused = fetched.refused.into_iter().map(|(topic, partitions)| {
+fn single_group_topics(mut fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
+    let refused = std::mem::take(&mut fetched.refused).into_iter().map(|(topic, partitions)| {
         let partitions = partitions
             .into_iter()
             .map(|index| {
@@ -170,19 +199,20 @@ fn single_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
             .with_name(topic_name(&topic))
             .with_partitions(partitions)
     });
-    let topics: Vec<OffsetFetchResponseTopic> = fetched
-        .offsets
+    let offsets = std::mem::take(&mut fetched.offsets);
+    let topics: Vec<OffsetFetchResponseTopic> = offsets
         .into_iter()
         .map(|(topic, partitions)| {
             let partitions = partitions
                 .into_iter()
                 .map(|(index, record)| {
-                    let (offset, epoch, metadata) = values(record);
+                    let (offset, epoch, metadata, error) = fetched.answer(&topic, index, record);
                     OffsetFetchResponsePartition::default()
                         .with_partition_index(index)
                         .with_committed_offset(offset)
                         .with_committed_leader_epoch(epoch)
                         .with_metadata(Some(str_bytes(&metadata)))
+                        .with_error_code(error)
                 })
                 .collect();
             OffsetFetchResponseTopic::default()
@@ -193,8 +223,8 @@ fn single_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
     topics.into_iter().chain(refused).collect()
 }
 
-fn multi_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopics> {
-    let refused = fetched.refused.into_iter().map(|(topic, partitions)| {
+fn multi_group_topics(mut fetched: Fetched) -> Vec<OffsetFetchResponseTopics> {
+    let refused = std::mem::take(&mut fetched.refused).into_iter().map(|(topic, partitions)| {
         let partitions = partitions
             .into_iter()
             .map(|index| {
@@ -208,19 +238,20 @@ fn multi_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopics> {
             .with_name(topic_name(&topic))
             .with_partitions(partitions)
     });
-    let topics: Vec<OffsetFetchResponseTopics> = fetched
-        .offsets
+    let offsets = std::mem::take(&mut fetched.offsets);
+    let topics: Vec<OffsetFetchResponseTopics> = offsets
         .into_iter()
         .map(|(topic, partitions)| {
             let partitions = partitions
                 .into_iter()
                 .map(|(index, record)| {
-                    let (offset, epoch, metadata) = values(record);
+                    let (offset, epoch, metadata, error) = fetched.answer(&topic, index, record);
                     OffsetFetchResponsePartitions::default()
                         .with_partition_index(index)
                         .with_committed_offset(offset)
                         .with_committed_leader_epoch(epoch)
                         .with_metadata(Some(str_bytes(&metadata)))
+                        .with_error_code(error)
                 })
                 .collect();
             OffsetFetchResponseTopics::default()

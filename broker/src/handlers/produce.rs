@@ -24,6 +24,7 @@ use crate::producers::{
 };
 use crate::sequencer::Ticket;
 use crate::storage_errors::produce_error;
+use crate::transactions;
 
 /// How long a retried batch waits for its original write's outcome (which is bounded by the
 /// storage append timeout; this only guards against a lost notification).
@@ -72,6 +73,7 @@ pub async fn handle(
 ) -> Option<ProduceResponse> {
     let acks = request.acks;
     let valid_acks = (-1..=1).contains(&acks);
+    let transactional_id = request.transactional_id.map(|id| id.0.to_string());
     ticket.turn().await;
     let mut submitted = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
@@ -83,14 +85,14 @@ pub async fn handle(
                     ResponseError::InvalidRequiredAcks,
                     "acks must be 0, 1 or -1",
                 )
-            } else if request.transactional_id.is_some() {
-                failed(
-                    ResponseError::TransactionalIdAuthorizationFailed,
-                    "transactions are not supported",
-                )
             } else {
                 let records = partition.records;
-                submit(broker, topic.as_deref(), partition.index, records, version).await
+                let target = Target {
+                    topic: topic.as_deref(),
+                    partition: partition.index,
+                    transactional_id: transactional_id.as_deref(),
+                };
+                submit(broker, target, records, version).await
             };
             partitions.push((partition.index, outcome));
         }
@@ -135,13 +137,24 @@ fn failed_quietly(error: ResponseError) -> Submitted {
     }
 }
 
+/// Where a partition's batch goes, and the transactional id it was sent with.
+struct Target<'a> {
+    topic: Option<&'a Topic>,
+    partition: i32,
+    transactional_id: Option<&'a str>,
+}
+
 async fn submit(
     broker: &Broker,
-    topic: Option<&Topic>,
-    partition: i32,
+    target: Target<'_>,
     records: Option<bytes::Bytes>,
     version: i16,
 ) -> Submitted {
+    let Target {
+        topic,
+        partition,
+        transactional_id,
+    } = target;
     let Some(topic) = topic else {
         return failed_quietly(ResponseError::UnknownTopicOrPartition);
     };
@@ -153,6 +166,17 @@ async fn submit(
         Err(refused) => return refused,
     };
     let stream = topic.stream_id(partition);
+    // Held until the batch is queued: ordered with this partition's transaction markers.
+    let _transaction = if prepared.header.is_transactional() {
+        match admit_transactional(broker, transactional_id, topic, partition, &stream, &prepared)
+            .await
+        {
+            Ok(guard) => Some(guard),
+            Err(refused) => return refused,
+        }
+    } else {
+        None
+    };
     let headers = producer_headers(&prepared.header, prepared.records_count);
     let admitted = if headers.is_empty() {
         None
@@ -163,6 +187,34 @@ async fn submit(
         }
     };
     append(broker, topic, partition, stream, prepared, admitted).await
+}
+
+/// A transactional batch: sent with its transactional id, by the producer of the open
+/// transaction that holds this partition.
+async fn admit_transactional(
+    broker: &Broker,
+    transactional_id: Option<&str>,
+    topic: &Topic,
+    partition: i32,
+    stream: &str,
+    prepared: &Prepared,
+) -> Result<tokio::sync::OwnedMutexGuard<transactions::WriterState>, Submitted> {
+    let Some(id) = transactional_id else {
+        return Err(failed(
+            ResponseError::InvalidRecord,
+            "a transactional batch needs the request's transactional id",
+        ));
+    };
+    let batch = transactions::writer::TxnBatch {
+        producer_id: prepared.header.producer_id,
+        epoch: prepared.header.producer_epoch,
+    };
+    transactions::writer::admit(broker, id, &topic.name, partition, stream, batch)
+        .await
+        .map_err(|error| {
+            tracing::debug!(topic = %topic.name, partition, ?error, "transactional produce refused");
+            failed_quietly(error)
+        })
 }
 
 /// The partition's one batch, validated record by record and shaped by the topic's configs.
@@ -333,10 +385,10 @@ fn admit_error(error: &AdmitError) -> ResponseError {
 
 /// Batches this broker cannot take yet, with the error Kafka clients expect.
 fn refuse_batch(header: &record_batch::BatchHeader) -> Option<Submitted> {
-    if header.is_transactional() {
+    if header.is_transactional() && !header.has_producer_id() {
         return Some(failed(
-            ResponseError::TransactionalIdAuthorizationFailed,
-            "transactions are not supported",
+            ResponseError::InvalidRecord,
+            "a transactional batch needs a producer id",
         ));
     }
     if header.has_producer_id() && header.producer_epoch < 0 {

@@ -44,6 +44,18 @@ fn data(response: &ResponseKind) -> Option<Vec<i16>> {
             .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
             .collect(),
         ResponseKind::InitProducerId(r) => vec![r.error_code],
+        ResponseKind::AddPartitionsToTxn(r) => std::iter::once(r.error_code)
+            .chain(r.results_by_topic_v3_and_below.iter().flat_map(|t| {
+                t.results_by_partition.iter().map(|p| p.partition_error_code)
+            }))
+            .collect(),
+        ResponseKind::AddOffsetsToTxn(r) => vec![r.error_code],
+        ResponseKind::EndTxn(r) => vec![r.error_code],
+        ResponseKind::TxnOffsetCommit(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect(),
         ResponseKind::SaslHandshake(r) => vec![r.error_code],
         ResponseKind::SaslAuthenticate(r) => vec![r.error_code],
         _ => return None,
@@ -213,6 +225,10 @@ mod tests {
             ApiKey::DeleteGroups => ResponseKind::DeleteGroups(Default::default()),
             ApiKey::OffsetDelete => ResponseKind::OffsetDelete(Default::default()),
             ApiKey::InitProducerId => ResponseKind::InitProducerId(Default::default()),
+            ApiKey::AddPartitionsToTxn => ResponseKind::AddPartitionsToTxn(Default::default()),
+            ApiKey::AddOffsetsToTxn => ResponseKind::AddOffsetsToTxn(Default::default()),
+            ApiKey::EndTxn => ResponseKind::EndTxn(Default::default()),
+            ApiKey::TxnOffsetCommit => ResponseKind::TxnOffsetCommit(Default::default()),
             ApiKey::DeleteRecords => ResponseKind::DeleteRecords(Default::default()),
             ApiKey::ConsumerGroupHeartbeat => {
                 ResponseKind::ConsumerGroupHeartbeat(Default::default())

@@ -107,6 +107,19 @@ rules! {
         "a transactional id";
     INIT_PRODUCER_ID_IDEMPOTENT: InitProducerId, IdempotentWrite, Cluster, CLUSTER_FAILED,
         "an idempotent producer, unless WRITE is allowed on some topic (KIP-679)";
+    ADD_PARTITIONS_TO_TXN_ID: AddPartitionsToTxn, Write, TransactionalId, TXN_FAILED,
+        "the transactional id: every partition refused";
+    ADD_PARTITIONS_TO_TXN: AddPartitionsToTxn, Write, Topic, TOPIC_FAILED,
+        "each topic (one refused: the others OPERATION_NOT_ATTEMPTED)";
+    ADD_OFFSETS_TO_TXN_ID: AddOffsetsToTxn, Write, TransactionalId, TXN_FAILED,
+        "the transactional id";
+    ADD_OFFSETS_TO_TXN: AddOffsetsToTxn, Read, Group, GROUP_FAILED, "the group";
+    TXN_OFFSET_COMMIT_ID: TxnOffsetCommit, Write, TransactionalId, TXN_FAILED,
+        "the transactional id: every partition refused";
+    TXN_OFFSET_COMMIT_GROUP: TxnOffsetCommit, Read, Group, GROUP_FAILED,
+        "the group: every partition refused";
+    TXN_OFFSET_COMMIT: TxnOffsetCommit, Read, Topic, TOPIC_FAILED, "each topic";
+    END_TXN: EndTxn, Write, TransactionalId, TXN_FAILED, "the transactional id";
     CONSUMER_GROUP_HEARTBEAT: ConsumerGroupHeartbeat, Read, Group, GROUP_FAILED, "the group";
     CONSUMER_GROUP_HEARTBEAT_TOPICS: ConsumerGroupHeartbeat, Describe, Topic, TOPIC_FAILED,
         "every subscribed topic name (one refused refuses the heartbeat); a regex matches only the topics allowed";
