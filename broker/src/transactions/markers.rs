@@ -161,13 +161,13 @@ pub async fn write_marker(
         .submit(stream, batch, meta)
         .await
         .map_err(|e| crate::storage_errors::produce_error(&e))?;
-    // Held until the marker has its offset: later batches of this producer are verified again.
+    // Held until the entry is gone, so that no other marker is written for it; later
+    // batches of this producer are verified again.
     writer.open.remove(&producer_id);
     let appended = pending
         .wait()
         .await
         .map_err(|e| crate::storage_errors::produce_error(&e))?;
-    drop(writer);
     if !commit {
         record_abort(broker, stream, &entry, appended.base_offset).await?;
     }
@@ -176,6 +176,7 @@ pub async fn write_marker(
         Ok(()) | Err(MetaError::KeyNotFound | MetaError::UnexpectedVersion) => {}
         Err(e) => return Err(meta_error(&e)),
     }
+    drop(writer);
     tracing::debug!(stream, producer_id, commit, marker_offset = appended.base_offset, "transaction marker written");
     Ok(true)
 }

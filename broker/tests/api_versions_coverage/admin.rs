@@ -426,15 +426,19 @@ pub async fn init_producer_id(ctx: &mut Ctx, version: i16) {
         "a retry gets its first offset"
     );
     assert_eq!(read(ctx, &topic, 0, 0).await.len(), 2);
-    let transactional = InitProducerIdRequest::default()
-        .with_transactional_id(Some(TransactionalId(s("tx"))))
-        .with_transaction_timeout_ms(60_000);
+    // A transactional id: the next call bumps the epoch of the same producer id.
+    let id = format!("init-v{version}");
+    let (first, epoch) = crate::transactions::init(ctx, &id, version).await;
+    assert_eq!(epoch, 0);
+    assert_eq!(crate::transactions::init(ctx, &id, version).await, (first, 1));
+    let too_long = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(s(&id))))
+        .with_transaction_timeout_ms(i32::MAX);
     let response = expect_kind!(
-        ctx.call(ApiKey::InitProducerId, version, transactional)
-            .await,
+        ctx.call(ApiKey::InitProducerId, version, too_long).await,
         InitProducerId
     );
-    let code = ResponseError::TransactionalIdAuthorizationFailed.code();
+    let code = ResponseError::InvalidTransactionTimeout.code();
     assert_eq!(response.error_code, code);
 }
 

@@ -37,6 +37,7 @@ mod offsets;
 mod produce;
 mod sasl;
 mod scram;
+mod transactions;
 
 use std::collections::BTreeSet;
 
@@ -85,6 +86,10 @@ coverage_tests! {
     delete_groups_deletes_empty_groups_at_every_version => DeleteGroups,
     offset_delete_spares_subscribed_topics_at_every_version => OffsetDelete,
     init_producer_id_hands_out_ids_at_every_version => InitProducerId,
+    add_partitions_to_txn_adds_and_verifies_at_every_version => AddPartitionsToTxn,
+    add_offsets_to_txn_commits_offsets_with_the_transaction_at_every_version => AddOffsetsToTxn,
+    end_txn_commits_aborts_and_fences_at_every_version => EndTxn,
+    txn_offset_commit_stages_until_commit_at_every_version => TxnOffsetCommit,
     delete_records_moves_the_log_start_at_every_version => DeleteRecords,
     consumer_group_heartbeat_assigns_at_every_version => ConsumerGroupHeartbeat,
     consumer_group_describe_shows_assignments_at_every_version => ConsumerGroupDescribe,
@@ -178,6 +183,10 @@ async fn scenario(ctx: &mut Ctx, api: ApiKey, version: i16) {
         ApiKey::IncrementalAlterConfigs => admin::incremental_alter_configs(ctx, version).await,
         ApiKey::DescribeCluster => admin::describe_cluster(ctx, version).await,
         ApiKey::InitProducerId => admin::init_producer_id(ctx, version).await,
+        ApiKey::AddPartitionsToTxn => transactions::add_partitions_to_txn(ctx, version).await,
+        ApiKey::AddOffsetsToTxn => transactions::add_offsets_to_txn(ctx, version).await,
+        ApiKey::EndTxn => transactions::end_txn_scenario(ctx, version).await,
+        ApiKey::TxnOffsetCommit => transactions::txn_offset_commit_scenario(ctx, version).await,
         ApiKey::DeleteRecords => admin::delete_records(ctx, version).await,
         ApiKey::FindCoordinator => groups::find_coordinator(ctx, version).await,
         ApiKey::JoinGroup => groups::join_group(ctx, version).await,
