@@ -69,19 +69,18 @@ async fn produce(client: &mut Client, records: Bytes) -> (i16, i64) {
 }
 
 #[tokio::test]
-async fn init_producer_id_gives_fresh_ids_and_refuses_transactional_ids() {
+async fn init_producer_id_gives_fresh_ids_and_bumps_the_epoch_of_transactional_ids() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     let (error, first, epoch) = init_producer_id(&mut client, None).await;
     assert_eq!((error, epoch), (0, 0));
     let (_, second, _) = init_producer_id(&mut client, None).await;
     assert_ne!(first, second);
-    let (error, id, _) = init_producer_id(&mut client, Some("tx-1")).await;
-    assert_eq!(
-        error,
-        ResponseError::TransactionalIdAuthorizationFailed.code()
-    );
-    assert_eq!(id, -1);
+    let (error, id, epoch) = init_producer_id(&mut client, Some("tx-1")).await;
+    assert_eq!((error, epoch), (0, 0));
+    assert!(id > second, "a fresh id for a new transactional id");
+    let again = init_producer_id(&mut client, Some("tx-1")).await;
+    assert_eq!(again, (0, id, 1), "the same id, the next epoch");
 
     // Every listed version answers with a fresh id.
     let (min, max) = protocol::versions::supported_range(ApiKey::InitProducerId).unwrap();

@@ -131,6 +131,9 @@ async fn delete_one(
                 if let Err(error) = broker.producers.forget(&stream).await {
                     tracing::warn!(topic = %name, stream, %error, "cannot forget the producer state of a deleted partition");
                 }
+                if let Err(error) = broker.transactions.forget_stream(&stream).await {
+                    tracing::warn!(topic = %name, stream, %error, "cannot forget the transactions of a deleted partition");
+                }
             }
             result
                 .with_name(Some(topic_name(&name)))

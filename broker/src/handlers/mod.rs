@@ -21,6 +21,8 @@ mod describe_client_quotas;
 mod describe_cluster;
 mod describe_groups;
 mod describe_log_dirs;
+mod describe_producers;
+mod describe_transactions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
 mod end_txn;
@@ -31,6 +33,7 @@ mod init_producer_id;
 mod join_group;
 mod leave_group;
 mod list_groups;
+mod list_transactions;
 mod list_offsets;
 mod metadata;
 mod offset_commit;
@@ -305,6 +308,15 @@ impl Call<'_> {
             RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(broker, context, r).await),
             RequestKind::TxnOffsetCommit(r) => ResponseKind::TxnOffsetCommit(
                 txn_offset_commit::handle(broker, context, self.version, r).await,
+            ),
+            RequestKind::DescribeTransactions(r) => ResponseKind::DescribeTransactions(
+                describe_transactions::handle(broker, context, r).await,
+            ),
+            RequestKind::ListTransactions(r) => ResponseKind::ListTransactions(
+                list_transactions::handle(broker, context, r).await,
+            ),
+            RequestKind::DescribeProducers(r) => ResponseKind::DescribeProducers(
+                describe_producers::handle(broker, context, r).await,
             ),
             other => return Err(other),
         })

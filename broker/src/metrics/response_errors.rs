@@ -50,6 +50,15 @@ fn data(response: &ResponseKind) -> Option<Vec<i16>> {
             }))
             .collect(),
         ResponseKind::AddOffsetsToTxn(r) => vec![r.error_code],
+        ResponseKind::DescribeTransactions(r) => {
+            r.transaction_states.iter().map(|t| t.error_code).collect()
+        }
+        ResponseKind::ListTransactions(r) => vec![r.error_code],
+        ResponseKind::DescribeProducers(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect(),
         ResponseKind::EndTxn(r) => vec![r.error_code],
         ResponseKind::TxnOffsetCommit(r) => r
             .topics
@@ -229,6 +238,9 @@ mod tests {
             ApiKey::AddOffsetsToTxn => ResponseKind::AddOffsetsToTxn(Default::default()),
             ApiKey::EndTxn => ResponseKind::EndTxn(Default::default()),
             ApiKey::TxnOffsetCommit => ResponseKind::TxnOffsetCommit(Default::default()),
+            ApiKey::DescribeTransactions => ResponseKind::DescribeTransactions(Default::default()),
+            ApiKey::ListTransactions => ResponseKind::ListTransactions(Default::default()),
+            ApiKey::DescribeProducers => ResponseKind::DescribeProducers(Default::default()),
             ApiKey::DeleteRecords => ResponseKind::DeleteRecords(Default::default()),
             ApiKey::ConsumerGroupHeartbeat => {
                 ResponseKind::ConsumerGroupHeartbeat(Default::default())

@@ -23,7 +23,7 @@ pub use partition::{Admission, AdmitError, Admitted, PartitionProducers, WriteHa
 pub use partition::{RECOVERY_OFFSETS_MAX, SNAPSHOT_EVERY_BATCHES, SNAPSHOT_INTERVAL_MS};
 pub use slot::{Slot, SlotState};
 pub use snapshot::{Snapshot, SnapshotError};
-pub use state::{BatchHeader, Limits, SequenceError};
+pub use state::{BatchHeader, Limits, ProducerView, SequenceError};
 
 /// Producers tracked per partition (memory bound).
 pub const PRODUCERS_PER_PARTITION_MAX: usize = 10_000;

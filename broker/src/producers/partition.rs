@@ -201,6 +201,13 @@ impl PartitionProducers {
         self.schedule.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The producers this partition knows (DescribeProducers), loaded if need be.
+    pub async fn describe(&self, storage: &Storage) -> Result<Vec<ProducerView<Slot>>, AdmitError> {
+        let now_ms = super::now_ms();
+        let guard = self.loaded(storage, now_ms).await?;
+        Ok(guard.as_ref().map(|l| l.table.export()).unwrap_or_default())
+    }
+
     /// Checks a payload's batches (`(header, offset delta within the payload)`, in order).
     /// An accepted payload keeps the partition locked until [`Admitted::submitted`].
     pub async fn admit(

@@ -140,6 +140,15 @@ pub async fn write_marker(
     let Some((entry, version)) = open_entry(broker, stream, producer_id).await? else {
         return Ok(false);
     };
+    let exists = broker
+        .catalog
+        .get(&entry.topic)
+        .is_some_and(|t| t.stream_id(entry.partition) == stream);
+    if !exists {
+        // The topic was deleted (or recreated): there is no log to end the transaction in.
+        forget_entry(broker, stream, producer_id, version).await?;
+        return Ok(true);
+    }
     let state = txns.load(&entry.transactional_id).await?.map(|(s, _)| s);
     let Some(commit) = decided(&entry, state.as_ref()) else {
         return Ok(false);
@@ -171,14 +180,24 @@ pub async fn write_marker(
     if !commit {
         record_abort(broker, stream, &entry, appended.base_offset).await?;
     }
-    let key = keys::open_key(stream, producer_id);
-    match txns.meta().delete(&key, Expect::Version(version), None).await {
-        Ok(()) | Err(MetaError::KeyNotFound | MetaError::UnexpectedVersion) => {}
-        Err(e) => return Err(meta_error(&e)),
-    }
+    forget_entry(broker, stream, producer_id, version).await?;
     drop(writer);
     tracing::debug!(stream, producer_id, commit, marker_offset = appended.base_offset, "transaction marker written");
     Ok(true)
+}
+
+async fn forget_entry(
+    broker: &Broker,
+    stream: &str,
+    producer_id: i64,
+    version: i64,
+) -> Result<(), ResponseError> {
+    let key = keys::open_key(stream, producer_id);
+    let meta = broker.transactions.meta();
+    match meta.delete(&key, Expect::Version(version), None).await {
+        Ok(()) | Err(MetaError::KeyNotFound | MetaError::UnexpectedVersion) => Ok(()),
+        Err(e) => Err(meta_error(&e)),
+    }
 }
 
 /// Adds an aborted transaction to the partition's index, with the stable offset after it.
@@ -210,6 +229,16 @@ async fn record_abort(
     meta.put(&key, encode(&aborted), PutOptions::default())
         .await
         .map_err(|e| meta_error(&e))?;
+    // Trimmed with the log: aborts whose marker is below the log start concern no reader.
+    if let Ok(bounds) = broker.storage.bounds(stream).await {
+        if bounds.log_start_offset > 0 {
+            let below = keys::aborted_key(stream, bounds.log_start_offset);
+            let (start, _) = keys::aborted_range_from(stream, 0);
+            if let Err(error) = meta.delete_range(&start, &below, None).await {
+                tracing::debug!(stream, %error, "aborted transactions below the log start not trimmed");
+            }
+        }
+    }
     Ok(())
 }
 

@@ -104,6 +104,15 @@ impl Transactions {
         self.membership_generation.load(Ordering::Acquire)
     }
 
+    /// Forgets a deleted partition's open transactions and aborted-transaction index (the
+    /// coordinators waiting for their markers then see them gone).
+    pub async fn forget_stream(&self, stream: &str) -> Result<(), MetaError> {
+        let (start, end) = keys::open_range(stream);
+        self.meta.delete_range(&start, &end, None).await?;
+        let (start, end) = keys::aborted_range_from(stream, 0);
+        self.meta.delete_range(&start, &end, None).await
+    }
+
     /// The state of `transactional_id` and its record version.
     pub async fn load(
         &self,

@@ -268,3 +268,122 @@ pub async fn add_offsets_to_txn(ctx: &mut Ctx, version: i16) {
 pub async fn txn_offset_commit_scenario(ctx: &mut Ctx, version: i16) {
     offsets_scenario(ctx, (ADD_OFFSETS, version), &format!("commit-v{version}")).await;
 }
+
+/// DescribeTransactions: an open transaction's state and partitions, then its completion.
+pub async fn describe_transactions(ctx: &mut Ctx, version: i16) {
+    let topic = format!("txn-describe-v{version}");
+    ctx.create_topic(&topic, 2).await;
+    let id = format!("describe-v{version}");
+    let producer = init(ctx, &id, 4).await;
+    add_partitions(ctx, ADD_PARTITIONS, &id, producer, &topic, vec![1, 0]).await;
+    let describe = |ids: Vec<&str>| {
+        DescribeTransactionsRequest::default()
+            .with_transactional_ids(ids.into_iter().map(txn_id).collect())
+    };
+    let response = expect_kind!(
+        ctx.call(ApiKey::DescribeTransactions, version, describe(vec![&id, "no-such-id"]))
+            .await,
+        DescribeTransactions
+    );
+    let [open, unknown] = &response.transaction_states[..] else {
+        panic!("two answers expected: {response:?}");
+    };
+    assert_eq!(open.error_code, 0);
+    assert_eq!(&*open.transaction_state, "Ongoing");
+    assert_eq!((open.producer_id.0, open.producer_epoch), producer);
+    assert_eq!(open.transaction_timeout_ms, 60_000);
+    assert!(open.transaction_start_time_ms > 0);
+    assert_eq!(open.topics[0].partitions, vec![0, 1]);
+    assert_eq!(unknown.error_code, ResponseError::TransactionalIdNotFound.code());
+    assert_eq!(end_txn(ctx, END_TXN, &id, producer, false).await, 0);
+    let response = expect_kind!(
+        ctx.call(ApiKey::DescribeTransactions, version, describe(vec![&id])).await,
+        DescribeTransactions
+    );
+    assert_eq!(&*response.transaction_states[0].transaction_state, "CompleteAbort");
+}
+
+/// ListTransactions: filters by state, producer id, running time (v1) and pattern (v2).
+pub async fn list_transactions(ctx: &mut Ctx, version: i16) {
+    let topic = format!("txn-list-v{version}");
+    ctx.create_topic(&topic, 1).await;
+    let (open_id, idle_id) = (format!("list-open-v{version}"), format!("list-idle-v{version}"));
+    let open = init(ctx, &open_id, 4).await;
+    init(ctx, &idle_id, 4).await;
+    add_partitions(ctx, ADD_PARTITIONS, &open_id, open, &topic, vec![0]).await;
+    let list = |states: Vec<&str>| {
+        let request = ListTransactionsRequest::default()
+            .with_state_filters(states.into_iter().map(s).collect())
+            .with_duration_filter(-1);
+        if version >= 2 {
+            request.with_transactional_id_pattern(Some(s(&format!("list-.*-v{version}"))))
+        } else {
+            request
+        }
+    };
+    let ids = |r: &ListTransactionsResponse| -> Vec<String> {
+        let mut ids: Vec<String> = r
+            .transaction_states
+            .iter()
+            .map(|t| t.transactional_id.0.to_string())
+            .filter(|id| id.ends_with(&format!("-v{version}")) && id.starts_with("list-"))
+            .collect();
+        ids.sort();
+        ids
+    };
+    let all = expect_kind!(
+        ctx.call(ApiKey::ListTransactions, version, list(vec![])).await,
+        ListTransactions
+    );
+    assert_eq!(ids(&all), vec![idle_id.clone(), open_id.clone()]);
+    let ongoing = expect_kind!(
+        ctx.call(ApiKey::ListTransactions, version, list(vec!["Ongoing", "Bogus"])).await,
+        ListTransactions
+    );
+    assert_eq!(ids(&ongoing), vec![open_id.clone()]);
+    assert_eq!(ongoing.unknown_state_filters, vec![s("Bogus")]);
+    let by_producer = list(vec![]).with_producer_id_filters(vec![ProducerId(open.0)]);
+    let found = expect_kind!(
+        ctx.call(ApiKey::ListTransactions, version, by_producer).await,
+        ListTransactions
+    );
+    assert_eq!(ids(&found), vec![open_id.clone()]);
+    if version >= 1 {
+        let long_running = list(vec![]).with_duration_filter(3_600_000);
+        let found = expect_kind!(
+            ctx.call(ApiKey::ListTransactions, version, long_running).await,
+            ListTransactions
+        );
+        assert!(ids(&found).is_empty(), "nothing has run for an hour");
+    }
+    assert_eq!(end_txn(ctx, END_TXN, &open_id, open, false).await, 0);
+}
+
+/// DescribeProducers: the producer of an open transaction, with its first offset.
+pub async fn describe_producers(ctx: &mut Ctx, version: i16) {
+    use kafka_protocol::messages::describe_producers_request::TopicRequest;
+    let topic = format!("txn-producers-v{version}");
+    ctx.create_topic(&topic, 1).await;
+    let id = format!("producers-v{version}");
+    let producer = init(ctx, &id, 4).await;
+    add_partitions(ctx, ADD_PARTITIONS, &id, producer, &topic, vec![0]).await;
+    assert_eq!(produce(ctx, &id, producer, &topic, &["a", "b", "c"]).await, (0, 0));
+    let request = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
+        .with_name(name(&topic))
+        .with_partition_indexes(vec![0, 5])]);
+    let response = expect_kind!(
+        ctx.call(ApiKey::DescribeProducers, version, request).await,
+        DescribeProducers
+    );
+    let [known, unknown] = &response.topics[0].partitions[..] else {
+        panic!("two partitions expected: {response:?}");
+    };
+    assert_eq!(unknown.error_code, ResponseError::UnknownTopicOrPartition.code());
+    assert_eq!(known.error_code, 0);
+    let [state] = &known.active_producers[..] else {
+        panic!("one producer expected: {known:?}");
+    };
+    assert_eq!((state.producer_id.0, state.producer_epoch), (producer.0, i32::from(producer.1)));
+    assert_eq!((state.last_sequence, state.current_txn_start_offset), (2, 0));
+    assert_eq!(end_txn(ctx, END_TXN, &id, producer, true).await, 0);
+}

@@ -120,6 +120,11 @@ rules! {
         "the group: every partition refused";
     TXN_OFFSET_COMMIT: TxnOffsetCommit, Read, Topic, TOPIC_FAILED, "each topic";
     END_TXN: EndTxn, Write, TransactionalId, TXN_FAILED, "the transactional id";
+    DESCRIBE_TRANSACTIONS: DescribeTransactions, Describe, TransactionalId, TXN_FAILED,
+        "each transactional id";
+    LIST_TRANSACTIONS: ListTransactions, Describe, TransactionalId, None,
+        "lists only the transactional ids it allows";
+    DESCRIBE_PRODUCERS: DescribeProducers, Read, Topic, TOPIC_FAILED, "each topic";
     CONSUMER_GROUP_HEARTBEAT: ConsumerGroupHeartbeat, Read, Group, GROUP_FAILED, "the group";
     CONSUMER_GROUP_HEARTBEAT_TOPICS: ConsumerGroupHeartbeat, Describe, Topic, TOPIC_FAILED,
         "every subscribed topic name (one refused refuses the heartbeat); a regex matches only the topics allowed";
