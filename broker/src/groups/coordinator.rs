@@ -358,7 +358,12 @@ impl GroupCoordinator {
             return Err(ResponseError::IllegalGeneration);
         };
         let mut group = group.lock().await;
-        group.check_commit(member_id, group_instance_id, generation_id, self.groups.now_ms())
+        group.check_commit(
+            member_id,
+            group_instance_id,
+            generation_id,
+            self.groups.now_ms(),
+        )
     }
 
     /// Writes the offsets a committed transaction carried for the group.

@@ -41,7 +41,9 @@ pub async fn handle(
             refused
                 .iter()
                 .find(|(t, q, _)| t == topic && *q == p)
-                .map_or(Some(ResponseError::OperationNotAttempted), |(_, _, e)| Some(*e))
+                .map_or(Some(ResponseError::OperationNotAttempted), |(_, _, e)| {
+                    Some(*e)
+                })
         }),
         Ok(_) if !coordinator::is_coordinator(broker, &id) => {
             all(&topics, ResponseError::NotCoordinator)
@@ -74,9 +76,10 @@ fn check_partitions(
     let mut partitions = Vec::new();
     let mut refused = Vec::new();
     for (name, indexes) in topics {
-        let allowed = broker
-            .authorizer
-            .allows(context, &operations::ADD_PARTITIONS_TO_TXN, &name.0);
+        let allowed =
+            broker
+                .authorizer
+                .allows(context, &operations::ADD_PARTITIONS_TO_TXN, &name.0);
         let topic = broker.catalog.get(&name.0);
         for &index in indexes {
             let error = match &topic {
@@ -124,7 +127,9 @@ fn answer(
                         .map(|&p| {
                             AddPartitionsToTxnPartitionResult::default()
                                 .with_partition_index(p)
-                                .with_partition_error_code(error_of(&name.0, p).map_or(0, |e| e.code()))
+                                .with_partition_error_code(
+                                    error_of(&name.0, p).map_or(0, |e| e.code()),
+                                )
                         })
                         .collect(),
                 )

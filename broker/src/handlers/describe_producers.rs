@@ -21,9 +21,10 @@ pub async fn handle(
 ) -> DescribeProducersResponse {
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
-        let allowed = broker
-            .authorizer
-            .allows(context, &operations::DESCRIBE_PRODUCERS, &topic.name.0);
+        let allowed =
+            broker
+                .authorizer
+                .allows(context, &operations::DESCRIBE_PRODUCERS, &topic.name.0);
         let mut partitions = Vec::with_capacity(topic.partition_indexes.len());
         for index in topic.partition_indexes {
             let answer = PartitionResponse::default().with_partition_index(index);
@@ -46,7 +47,11 @@ pub async fn handle(
     DescribeProducersResponse::default().with_topics(topics)
 }
 
-async fn producers(broker: &Broker, topic: &str, partition: i32) -> Result<Vec<ProducerState>, ResponseError> {
+async fn producers(
+    broker: &Broker,
+    topic: &str,
+    partition: i32,
+) -> Result<Vec<ProducerState>, ResponseError> {
     let found = broker.catalog.get(topic);
     let Some(found) = found.filter(|t| partition >= 0 && partition < t.record.partitions) else {
         return Err(ResponseError::UnknownTopicOrPartition);
@@ -69,7 +74,12 @@ async fn producers(broker: &Broker, topic: &str, partition: i32) -> Result<Vec<P
     let open: Vec<OpenTxn> = broker
         .transactions
         .meta()
-        .range_scan(&start, &end, None, crate::transactions::stable::OPEN_SCAN_MAX)
+        .range_scan(
+            &start,
+            &end,
+            None,
+            crate::transactions::stable::OPEN_SCAN_MAX,
+        )
         .await
         .map_err(|_| ResponseError::KafkaStorageError)?
         .iter()

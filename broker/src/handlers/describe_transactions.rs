@@ -27,7 +27,11 @@ pub async fn handle(
     DescribeTransactionsResponse::default().with_transaction_states(states)
 }
 
-async fn describe(broker: &Broker, context: &RequestContext, id: TransactionalId) -> TransactionState {
+async fn describe(
+    broker: &Broker,
+    context: &RequestContext,
+    id: TransactionalId,
+) -> TransactionState {
     let answer = TransactionState::default()
         .with_transactional_id(id.clone())
         .with_transaction_state(StrBytes::from_static_str(""))

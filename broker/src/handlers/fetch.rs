@@ -282,7 +282,11 @@ fn stream_of(broker: &Broker, target: &FetchTarget) -> Option<String> {
         .then(|| topic.stream_id(target.partition))
 }
 
-async fn read_targets(broker: &Broker, targets: &[FetchTarget], limits: Limits) -> Vec<PartitionResult> {
+async fn read_targets(
+    broker: &Broker,
+    targets: &[FetchTarget],
+    limits: Limits,
+) -> Vec<PartitionResult> {
     let mut remaining = limits.max_bytes;
     let mut any_data = false;
     let mut results = Vec::with_capacity(targets.len());

@@ -25,16 +25,16 @@ pub async fn handle(
         .with_producer_epoch(-1);
     let authorizer = &broker.authorizer;
     if let Some(id) = request.transactional_id.as_deref() {
-        let outcome = if !authorizer.allows(context, &operations::INIT_PRODUCER_ID_TRANSACTIONAL, id)
-        {
-            Err(ResponseError::TransactionalIdAuthorizationFailed)
-        } else if id.is_empty() {
-            Err(ResponseError::InvalidRequest)
-        } else if !coordinator::is_coordinator(broker, id) {
-            Err(ResponseError::NotCoordinator)
-        } else {
-            coordinator::init_producer_id(broker, id, request.transaction_timeout_ms).await
-        };
+        let outcome =
+            if !authorizer.allows(context, &operations::INIT_PRODUCER_ID_TRANSACTIONAL, id) {
+                Err(ResponseError::TransactionalIdAuthorizationFailed)
+            } else if id.is_empty() {
+                Err(ResponseError::InvalidRequest)
+            } else if !coordinator::is_coordinator(broker, id) {
+                Err(ResponseError::NotCoordinator)
+            } else {
+                coordinator::init_producer_id(broker, id, request.transaction_timeout_ms).await
+            };
         return match outcome {
             Ok((producer_id, epoch)) => response
                 .with_producer_id(ProducerId(producer_id))

@@ -38,7 +38,11 @@ pub async fn handle(
         .state_filters
         .iter()
         .partition(|name| STATES.iter().any(|s| s.kafka_name() == name.as_str()));
-    let pattern = match request.transactional_id_pattern.as_deref().filter(|p| !p.is_empty()) {
+    let pattern = match request
+        .transactional_id_pattern
+        .as_deref()
+        .filter(|p| !p.is_empty())
+    {
         None => None,
         Some(p) => match regex::Regex::new(&format!("^(?:{p})$")) {
             Ok(re) => Some(re),
@@ -51,7 +55,10 @@ pub async fn handle(
         let started = i64::try_from(state.start_ms).unwrap_or(0);
         (states.is_empty() || states.iter().any(|s| s.as_str() == name))
             && (request.producer_id_filters.is_empty()
-                || request.producer_id_filters.iter().any(|p| p.0 == state.producer_id))
+                || request
+                    .producer_id_filters
+                    .iter()
+                    .any(|p| p.0 == state.producer_id))
             && (request.duration_filter < 0
                 || (state.status != Status::Empty && now - started > request.duration_filter))
             && pattern.as_ref().is_none_or(|re| re.is_match(id))
@@ -84,10 +91,13 @@ async fn all_states(meta: &dyn MetaStore) -> Result<Vec<(String, TxnState)>, Res
     let (mut start, end) = keys::state_range();
     let mut out = Vec::new();
     loop {
-        let page = meta.range_scan(&start, &end, None, 256).await.map_err(|error| {
-            tracing::warn!(%error, "transaction states not readable");
-            ResponseError::CoordinatorNotAvailable
-        })?;
+        let page = meta
+            .range_scan(&start, &end, None, 256)
+            .await
+            .map_err(|error| {
+                tracing::warn!(%error, "transaction states not readable");
+                ResponseError::CoordinatorNotAvailable
+            })?;
         for record in &page {
             if let (Some(id), Ok(state)) = (
                 keys::transactional_id_of(&record.key),

@@ -33,8 +33,8 @@ mod init_producer_id;
 mod join_group;
 mod leave_group;
 mod list_groups;
-mod list_transactions;
 mod list_offsets;
+mod list_transactions;
 mod metadata;
 mod offset_commit;
 mod offset_delete;
@@ -305,16 +305,18 @@ impl Call<'_> {
             RequestKind::AddOffsetsToTxn(r) => {
                 ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(broker, context, r).await)
             }
-            RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(broker, context, r).await),
+            RequestKind::EndTxn(r) => {
+                ResponseKind::EndTxn(end_txn::handle(broker, context, r).await)
+            }
             RequestKind::TxnOffsetCommit(r) => ResponseKind::TxnOffsetCommit(
                 txn_offset_commit::handle(broker, context, self.version, r).await,
             ),
             RequestKind::DescribeTransactions(r) => ResponseKind::DescribeTransactions(
                 describe_transactions::handle(broker, context, r).await,
             ),
-            RequestKind::ListTransactions(r) => ResponseKind::ListTransactions(
-                list_transactions::handle(broker, context, r).await,
-            ),
+            RequestKind::ListTransactions(r) => {
+                ResponseKind::ListTransactions(list_transactions::handle(broker, context, r).await)
+            }
             RequestKind::DescribeProducers(r) => ResponseKind::DescribeProducers(
                 describe_producers::handle(broker, context, r).await,
             ),

@@ -32,9 +32,19 @@ struct Fetched {
 
 impl Fetched {
     /// `(offset, leader epoch, metadata, error)` of one partition.
-    fn answer(&self, topic: &str, index: i32, record: Option<OffsetRecord>) -> (i64, i32, String, i16) {
+    fn answer(
+        &self,
+        topic: &str,
+        index: i32,
+        record: Option<OffsetRecord>,
+    ) -> (i64, i32, String, i16) {
         if self.unstable.contains(&(topic.to_string(), index)) {
-            return (-1, -1, String::new(), ResponseError::UnstableOffsetCommit.code());
+            return (
+                -1,
+                -1,
+                String::new(),
+                ResponseError::UnstableOffsetCommit.code(),
+            );
         }
         let (offset, epoch, metadata) = values(record);
         (offset, epoch, metadata, 0)
@@ -75,7 +85,15 @@ pub async fn handle(
                 }
             }
             groups.push(
-                match fetch(broker, context, &group.group_id.0, wanted, request.require_stable).await {
+                match fetch(
+                    broker,
+                    context,
+                    &group.group_id.0,
+                    wanted,
+                    request.require_stable,
+                )
+                .await
+                {
                     Ok(fetched) => response.with_topics(multi_group_topics(fetched)),
                     Err(error) => response.with_error_code(error.code()),
                 },
@@ -185,20 +203,22 @@ fn values(record: Option<OffsetRecord>) -> (i64, i32, String) {
 }
 
 fn single_group_topics(mut fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
-    let refused = std::mem::take(&mut fetched.refused).into_iter().map(|(topic, partitions)| {
-        let partitions = partitions
-            .into_iter()
-            .map(|index| {
-                OffsetFetchResponsePartition::default()
-                    .with_partition_index(index)
-                    .with_committed_offset(-1)
-                    .with_error_code(TOPIC_REFUSED.code())
-            })
-            .collect();
-        OffsetFetchResponseTopic::default()
-            .with_name(topic_name(&topic))
-            .with_partitions(partitions)
-    });
+    let refused = std::mem::take(&mut fetched.refused)
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|index| {
+                    OffsetFetchResponsePartition::default()
+                        .with_partition_index(index)
+                        .with_committed_offset(-1)
+                        .with_error_code(TOPIC_REFUSED.code())
+                })
+                .collect();
+            OffsetFetchResponseTopic::default()
+                .with_name(topic_name(&topic))
+                .with_partitions(partitions)
+        });
     let offsets = std::mem::take(&mut fetched.offsets);
     let topics: Vec<OffsetFetchResponseTopic> = offsets
         .into_iter()
@@ -224,20 +244,22 @@ fn single_group_topics(mut fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
 }
 
 fn multi_group_topics(mut fetched: Fetched) -> Vec<OffsetFetchResponseTopics> {
-    let refused = std::mem::take(&mut fetched.refused).into_iter().map(|(topic, partitions)| {
-        let partitions = partitions
-            .into_iter()
-            .map(|index| {
-                OffsetFetchResponsePartitions::default()
-                    .with_partition_index(index)
-                    .with_committed_offset(-1)
-                    .with_error_code(TOPIC_REFUSED.code())
-            })
-            .collect();
-        OffsetFetchResponseTopics::default()
-            .with_name(topic_name(&topic))
-            .with_partitions(partitions)
-    });
+    let refused = std::mem::take(&mut fetched.refused)
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|index| {
+                    OffsetFetchResponsePartitions::default()
+                        .with_partition_index(index)
+                        .with_committed_offset(-1)
+                        .with_error_code(TOPIC_REFUSED.code())
+                })
+                .collect();
+            OffsetFetchResponseTopics::default()
+                .with_name(topic_name(&topic))
+                .with_partitions(partitions)
+        });
     let offsets = std::mem::take(&mut fetched.offsets);
     let topics: Vec<OffsetFetchResponseTopics> = offsets
         .into_iter()

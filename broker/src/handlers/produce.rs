@@ -168,8 +168,15 @@ async fn submit(
     let stream = topic.stream_id(partition);
     // Held until the batch is queued: ordered with this partition's transaction markers.
     let _transaction = if prepared.header.is_transactional() {
-        match admit_transactional(broker, transactional_id, topic, partition, &stream, &prepared)
-            .await
+        match admit_transactional(
+            broker,
+            transactional_id,
+            topic,
+            partition,
+            &stream,
+            &prepared,
+        )
+        .await
         {
             Ok(guard) => Some(guard),
             Err(refused) => return refused,

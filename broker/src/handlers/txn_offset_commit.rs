@@ -23,16 +23,16 @@ pub async fn handle(
     request: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let group = request.group_id.0.to_string();
-    let whole = match check_request(broker, context, version, &request).await {
-        Ok(()) => None,
-        Err(error) => Some(error),
-    };
+    let whole = check_request(broker, context, version, &request)
+        .await
+        .err();
     let mut staged = Vec::new();
     let mut answers: Vec<(usize, i32, Option<ResponseError>)> = Vec::new();
     for (t, topic) in request.topics.iter().enumerate() {
-        let allowed = broker
-            .authorizer
-            .allows(context, &operations::TXN_OFFSET_COMMIT, &topic.name.0);
+        let allowed =
+            broker
+                .authorizer
+                .allows(context, &operations::TXN_OFFSET_COMMIT, &topic.name.0);
         let known = broker.catalog.get(&topic.name.0);
         for p in &topic.partitions {
             let exists = known
@@ -48,8 +48,16 @@ pub async fn handle(
                     topic: topic.name.0.to_string(),
                     partition: p.partition_index,
                     offset: p.committed_offset,
-                    leader_epoch: if version >= 2 { p.committed_leader_epoch } else { -1 },
-                    metadata: p.committed_metadata.as_deref().unwrap_or_default().to_string(),
+                    leader_epoch: if version >= 2 {
+                        p.committed_leader_epoch
+                    } else {
+                        -1
+                    },
+                    metadata: p
+                        .committed_metadata
+                        .as_deref()
+                        .unwrap_or_default()
+                        .to_string(),
                 });
             }
             answers.push((t, p.partition_index, error));
@@ -59,9 +67,15 @@ pub async fn handle(
         None
     } else {
         let producer = (request.producer_id.0, request.producer_epoch);
-        offsets::stage(broker, &group, &request.transactional_id.0, producer, staged)
-            .await
-            .err()
+        offsets::stage(
+            broker,
+            &group,
+            &request.transactional_id.0,
+            producer,
+            staged,
+        )
+        .await
+        .err()
     };
     respond(&request, answers, stage_error)
 }

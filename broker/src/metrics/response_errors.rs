@@ -46,7 +46,9 @@ fn data(response: &ResponseKind) -> Option<Vec<i16>> {
         ResponseKind::InitProducerId(r) => vec![r.error_code],
         ResponseKind::AddPartitionsToTxn(r) => std::iter::once(r.error_code)
             .chain(r.results_by_topic_v3_and_below.iter().flat_map(|t| {
-                t.results_by_partition.iter().map(|p| p.partition_error_code)
+                t.results_by_partition
+                    .iter()
+                    .map(|p| p.partition_error_code)
             }))
             .collect(),
         ResponseKind::AddOffsetsToTxn(r) => vec![r.error_code],

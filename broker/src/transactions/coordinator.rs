@@ -27,7 +27,10 @@ fn now_ms() -> u64 {
 /// Whether this broker coordinates `transactional_id` now.
 pub fn is_coordinator(broker: &Broker, transactional_id: &str) -> bool {
     let placement = broker.membership.placement();
-    placement.transaction_coordinator(transactional_id).broker_id == broker.node.broker_id
+    placement
+        .transaction_coordinator(transactional_id)
+        .broker_id
+        == broker.node.broker_id
 }
 
 /// The producer id and epoch of a request checked against the state (Kafka's order).
@@ -78,7 +81,12 @@ pub async fn init_producer_id(
             state.status = Status::PrepareAbort;
             state.updated_ms = now;
             txns.store(transactional_id, &state, Some(version)).await?;
-            tracing::info!(transactional_id, producer_id = state.producer_id, epoch = state.epoch, "fenced a producer and aborting its transaction");
+            tracing::info!(
+                transactional_id,
+                producer_id = state.producer_id,
+                epoch = state.epoch,
+                "fenced a producer and aborting its transaction"
+            );
             spawn_complete(broker, transactional_id);
             Err(ResponseError::ConcurrentTransactions)
         }
@@ -236,15 +244,25 @@ pub async fn end_txn(
     match tokio::time::timeout(END_TXN_WAIT, complete(broker, transactional_id)).await {
         Ok(Ok(())) => {}
         Ok(Err(error)) => {
-            tracing::warn!(transactional_id, ?error, "transaction decided, completion resumes later")
+            tracing::warn!(
+                transactional_id,
+                ?error,
+                "transaction decided, completion resumes later"
+            )
         }
-        Err(_) => tracing::warn!(transactional_id, "transaction markers slow; completion resumes later"),
+        Err(_) => tracing::warn!(
+            transactional_id,
+            "transaction markers slow; completion resumes later"
+        ),
     }
     Ok(())
 }
 
 /// Aborts a transaction past its timeout, fencing its producer (Kafka bumps the epoch too).
-pub async fn abort_timed_out(broker: &Arc<Broker>, transactional_id: &str) -> Result<(), ResponseError> {
+pub async fn abort_timed_out(
+    broker: &Arc<Broker>,
+    transactional_id: &str,
+) -> Result<(), ResponseError> {
     let txns = &broker.transactions;
     {
         let _lock = txns.ids.lock(transactional_id).await;
@@ -258,7 +276,11 @@ pub async fn abort_timed_out(broker: &Arc<Broker>, transactional_id: &str) -> Re
         state.status = Status::PrepareAbort;
         state.updated_ms = now_ms();
         txns.store(transactional_id, &state, Some(version)).await?;
-        tracing::info!(transactional_id, producer_id = state.producer_id, "aborting a transaction past its timeout");
+        tracing::info!(
+            transactional_id,
+            producer_id = state.producer_id,
+            "aborting a transaction past its timeout"
+        );
     }
     complete(broker, transactional_id).await
 }
@@ -268,7 +290,11 @@ fn spawn_complete(broker: &Arc<Broker>, transactional_id: &str) {
     let id = transactional_id.to_string();
     tokio::spawn(async move {
         if let Err(error) = complete(&broker, &id).await {
-            tracing::debug!(transactional_id = id, ?error, "transaction completion resumes later");
+            tracing::debug!(
+                transactional_id = id,
+                ?error,
+                "transaction completion resumes later"
+            );
         }
     });
 }

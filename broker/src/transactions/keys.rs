@@ -53,7 +53,10 @@ pub fn aborted_key(stream: &str, marker_offset: u64) -> String {
 
 /// Aborted transactions of a partition whose marker is at or after `from`.
 pub fn aborted_range_from(stream: &str, from: u64) -> (String, String) {
-    (aborted_key(stream, from), format!("{ABORTED}{stream}:{END}"))
+    (
+        aborted_key(stream, from),
+        format!("{ABORTED}{stream}:{END}"),
+    )
 }
 
 /// The marker offset of an aborted-transaction key.
@@ -78,7 +81,10 @@ pub fn offsets_transactional_id_of(key: &str) -> Option<String> {
 /// Every transaction's pending offsets for one group.
 pub fn offsets_range(group_id: &str) -> (String, String) {
     let group = escape(group_id, RESERVED);
-    (format!("{OFFSETS}{group}:"), format!("{OFFSETS}{group}:{END}"))
+    (
+        format!("{OFFSETS}{group}:"),
+        format!("{OFFSETS}{group}:{END}"),
+    )
 }
 
 #[cfg(test)]

@@ -182,7 +182,13 @@ pub async fn write_marker(
     }
     forget_entry(broker, stream, producer_id, version).await?;
     drop(writer);
-    tracing::debug!(stream, producer_id, commit, marker_offset = appended.base_offset, "transaction marker written");
+    tracing::debug!(
+        stream,
+        producer_id,
+        commit,
+        marker_offset = appended.base_offset,
+        "transaction marker written"
+    );
     Ok(true)
 }
 
@@ -245,4 +251,78 @@ async fn record_abort(
 fn meta_error(error: &MetaError) -> ResponseError {
     tracing::warn!(%error, "transaction marker state not reachable");
     ResponseError::CoordinatorNotAvailable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(epoch: i16) -> OpenTxn {
+        OpenTxn {
+            transactional_id: "t".into(),
+            producer_id: 7,
+            epoch,
+            topic: "topic".into(),
+            partition: 0,
+            first_offset: 10,
+            writer: 1,
+        }
+    }
+
+    fn state(epoch: i16, status: Status) -> TxnState {
+        let mut state = TxnState::new(7, 60_000, 0);
+        state.epoch = epoch;
+        state.status = status;
+        state
+    }
+
+    #[test]
+    fn an_entry_is_decided_by_its_producers_state() {
+        let open = entry(3);
+        assert_eq!(decided(&open, Some(&state(3, Status::Ongoing))), None);
+        assert_eq!(
+            decided(&open, Some(&state(3, Status::PrepareCommit))),
+            Some(true)
+        );
+        assert_eq!(
+            decided(&open, Some(&state(3, Status::CompleteCommit))),
+            Some(true)
+        );
+        assert_eq!(
+            decided(&open, Some(&state(3, Status::PrepareAbort))),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn a_fenced_or_forgotten_producers_entry_is_aborted() {
+        let open = entry(3);
+        assert_eq!(
+            decided(&open, Some(&state(4, Status::PrepareCommit))),
+            Some(false)
+        );
+        assert_eq!(decided(&open, None), Some(false));
+        let mut other = state(3, Status::PrepareCommit);
+        other.producer_id = 8;
+        assert_eq!(decided(&open, Some(&other)), Some(false));
+    }
+
+    #[test]
+    fn a_marker_is_a_valid_control_batch_with_kafkas_record() {
+        for commit in [false, true] {
+            let batch = control_batch(7, 3, commit, 1_000);
+            let decoded = record_batch::decode_batch(&batch).unwrap();
+            assert!(decoded.header.is_control() && decoded.header.is_transactional());
+            assert_eq!(
+                (decoded.header.producer_id, decoded.header.producer_epoch),
+                (7, 3)
+            );
+            assert_eq!(decoded.header.base_sequence, -1);
+            let [record] = &decoded.records[..] else {
+                panic!("one record")
+            };
+            let key = record.key.as_deref().unwrap();
+            assert_eq!(key, [0, 0, 0, u8::from(commit)]);
+        }
+    }
 }

@@ -151,9 +151,7 @@ impl Transactions {
         match self.meta.put(&key, encode(state), options).await {
             Ok(put) => Ok(put.version.version_id),
             // Another coordinator (a membership change) got there first: the client retries.
-            Err(MetaError::UnexpectedVersion) => {
-                Err(ResponseError::ConcurrentTransactions)
-            }
+            Err(MetaError::UnexpectedVersion) => Err(ResponseError::ConcurrentTransactions),
             Err(e) => Err(unavailable("write", &e)),
         }
     }

@@ -58,9 +58,9 @@ pub async fn stage(
             offsets: Vec::new(),
         });
     for offset in offsets {
-        pending
-            .offsets
-            .retain(|o| (o.topic.as_str(), o.partition) != (offset.topic.as_str(), offset.partition));
+        pending.offsets.retain(|o| {
+            (o.topic.as_str(), o.partition) != (offset.topic.as_str(), offset.partition)
+        });
         pending.offsets.push(offset);
     }
     if pending.offsets.len() > PENDING_OFFSETS_MAX {
@@ -106,7 +106,12 @@ pub async fn finish(
         }
     }
     let key = keys::offsets_key(group_id, transactional_id);
-    match broker.transactions.meta().delete(&key, Default::default(), None).await {
+    match broker
+        .transactions
+        .meta()
+        .delete(&key, Default::default(), None)
+        .await
+    {
         Ok(()) | Err(MetaError::KeyNotFound) => Ok(()),
         Err(e) => Err(unavailable(&e)),
     }
@@ -135,7 +140,10 @@ pub async fn unstable_partitions(
         };
         let live = broker.transactions.load(&id).await?.is_some_and(|(s, _)| {
             (s.producer_id, s.epoch) == (pending.producer_id, pending.epoch)
-                && matches!(s.status, Status::Ongoing | Status::PrepareCommit | Status::PrepareAbort)
+                && matches!(
+                    s.status,
+                    Status::Ongoing | Status::PrepareCommit | Status::PrepareAbort
+                )
         });
         if live {
             partitions.extend(pending.offsets.into_iter().map(|o| (o.topic, o.partition)));

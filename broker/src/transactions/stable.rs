@@ -57,7 +57,10 @@ fn batches(bytes: &[u8]) -> Vec<BatchAt> {
 }
 
 /// The last stable offset of `stream` and its high watermark.
-pub async fn last_stable_offset(broker: &Broker, stream: &str) -> Result<(u64, u64), ResponseError> {
+pub async fn last_stable_offset(
+    broker: &Broker,
+    stream: &str,
+) -> Result<(u64, u64), ResponseError> {
     let bounds = broker
         .storage
         .bounds(stream)
@@ -134,13 +137,18 @@ pub async fn committed_view(
     }
     let (lso, _) = last_stable_offset(broker, stream).await?;
     let lso_kafka = i64::try_from(lso).unwrap_or(i64::MAX);
-    let kept: Vec<&BatchAt> = all.iter().take_while(|b| b.base_offset < lso_kafka).collect();
+    let kept: Vec<&BatchAt> = all
+        .iter()
+        .take_while(|b| b.base_offset < lso_kafka)
+        .collect();
     let cut = kept.last().map_or(0, |b| b.end);
     let records = records.slice(..cut);
     if !kept.iter().any(|b| b.transactional) {
         return Ok((records, Vec::new(), Some(lso)));
     }
-    let upper = kept.last().map_or(from, |b| u64::try_from(b.last_offset + 1).unwrap_or(0));
+    let upper = kept
+        .last()
+        .map_or(from, |b| u64::try_from(b.last_offset + 1).unwrap_or(0));
     let aborted = aborted(broker, stream, from, upper).await?;
     Ok((records, aborted, Some(lso)))
 }

@@ -76,7 +76,10 @@ fn spawn_follower(broker: &Arc<Broker>, wake: Arc<Notify>) {
 }
 
 /// Every record of a key family, in pages.
-async fn scan_all(broker: &Broker, (start, end): (String, String)) -> Result<Vec<Record>, MetaError> {
+async fn scan_all(
+    broker: &Broker,
+    (start, end): (String, String),
+) -> Result<Vec<Record>, MetaError> {
     let meta = broker.transactions.meta();
     let mut out = Vec::new();
     let mut from = start;
@@ -123,7 +126,11 @@ async fn write_due_markers(broker: &Broker) {
         if markers::decided(&entry, state.as_ref()).is_none() {
             continue;
         }
-        let Some(stream) = record.key.strip_prefix("txn-open/").and_then(|k| k.rsplit_once(':')) else {
+        let Some(stream) = record
+            .key
+            .strip_prefix("txn-open/")
+            .and_then(|k| k.rsplit_once(':'))
+        else {
             continue;
         };
         if let Err(error) = markers::write_marker(broker, stream.0, entry.producer_id).await {
@@ -160,15 +167,25 @@ async fn scan_states(broker: &Arc<Broker>, expire: bool) {
             Ok(())
         };
         if let Err(error) = outcome {
-            tracing::debug!(transactional_id = id, ?error, "transaction not completed yet");
+            tracing::debug!(
+                transactional_id = id,
+                ?error,
+                "transaction not completed yet"
+            );
         }
-        let idle = matches!(state.status, Status::Empty | Status::CompleteCommit | Status::CompleteAbort)
-            && now.saturating_sub(state.updated_ms) > expiration;
+        let idle = matches!(
+            state.status,
+            Status::Empty | Status::CompleteCommit | Status::CompleteAbort
+        ) && now.saturating_sub(state.updated_ms) > expiration;
         if expire && idle {
             let deleted = broker
                 .transactions
                 .meta()
-                .delete(&record.key, Expect::Version(record.version.version_id), None)
+                .delete(
+                    &record.key,
+                    Expect::Version(record.version.version_id),
+                    None,
+                )
                 .await;
             if deleted.is_ok() {
                 tracing::info!(transactional_id = id, "transactional id expired");

@@ -40,8 +40,14 @@ pub async fn admit(
     if writer.open.get(&batch.producer_id) == Some(&batch.epoch) {
         return Ok(writer);
     }
-    coordinator::verify_partition(broker, transactional_id, batch.producer_id, batch.epoch, stream)
-        .await?;
+    coordinator::verify_partition(
+        broker,
+        transactional_id,
+        batch.producer_id,
+        batch.epoch,
+        stream,
+    )
+    .await?;
     register(broker, transactional_id, topic, partition, stream, batch).await?;
     writer.open.insert(batch.producer_id, batch.epoch);
     Ok(writer)
@@ -63,7 +69,11 @@ async fn register(
         Some((entry, _)) if entry.epoch != batch.epoch => {
             // A fenced transaction's marker is still to be written: the coordinator does not
             // let the new epoch's transaction begin before it is, so this batch is stale.
-            tracing::debug!(stream, producer_id = batch.producer_id, "batch behind an unfinished marker");
+            tracing::debug!(
+                stream,
+                producer_id = batch.producer_id,
+                "batch behind an unfinished marker"
+            );
             return Err(ResponseError::InvalidTxnState);
         }
         Some((entry, _)) if entry.writer == me => return Ok(()),
@@ -94,7 +104,12 @@ async fn register(
         expect,
         ..Default::default()
     };
-    match broker.transactions.meta().put(&key, encode(&entry), options).await {
+    match broker
+        .transactions
+        .meta()
+        .put(&key, encode(&entry), options)
+        .await
+    {
         Ok(_) => Ok(()),
         Err(MetaError::UnexpectedVersion) => Err(ResponseError::ConcurrentTransactions),
         Err(error) => {

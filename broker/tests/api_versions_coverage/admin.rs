@@ -430,7 +430,10 @@ pub async fn init_producer_id(ctx: &mut Ctx, version: i16) {
     let id = format!("init-v{version}");
     let (first, epoch) = crate::transactions::init(ctx, &id, version).await;
     assert_eq!(epoch, 0);
-    assert_eq!(crate::transactions::init(ctx, &id, version).await, (first, 1));
+    assert_eq!(
+        crate::transactions::init(ctx, &id, version).await,
+        (first, 1)
+    );
     let too_long = InitProducerIdRequest::default()
         .with_transactional_id(Some(TransactionalId(s(&id))))
         .with_transaction_timeout_ms(i32::MAX);

@@ -44,7 +44,12 @@ pub async fn init(ctx: &mut Ctx, id: &str, version: i16) -> (i64, i16) {
     (response.producer_id.0, response.producer_epoch)
 }
 
-fn add_partitions_request(id: &str, producer: (i64, i16), topic: &str, partitions: Vec<i32>) -> AddPartitionsToTxnRequest {
+fn add_partitions_request(
+    id: &str,
+    producer: (i64, i16),
+    topic: &str,
+    partitions: Vec<i32>,
+) -> AddPartitionsToTxnRequest {
     AddPartitionsToTxnRequest::default()
         .with_v3_and_below_transactional_id(txn_id(id))
         .with_v3_and_below_producer_id(ProducerId(producer.0))
@@ -55,7 +60,14 @@ fn add_partitions_request(id: &str, producer: (i64, i16), topic: &str, partition
 }
 
 /// AddPartitionsToTxn at `version`: the error of each partition.
-async fn add_partitions(ctx: &mut Ctx, version: i16, id: &str, producer: (i64, i16), topic: &str, partitions: Vec<i32>) -> Vec<(i32, i16)> {
+async fn add_partitions(
+    ctx: &mut Ctx,
+    version: i16,
+    id: &str,
+    producer: (i64, i16),
+    topic: &str,
+    partitions: Vec<i32>,
+) -> Vec<(i32, i16)> {
     let request = add_partitions_request(id, producer, topic, partitions);
     let response = expect_kind!(
         ctx.call(ApiKey::AddPartitionsToTxn, version, request).await,
@@ -92,10 +104,19 @@ fn txn_batch(producer: (i64, i16), values: &[&str]) -> Bytes {
 }
 
 /// A transactional produce: the partition's error and base offset.
-async fn produce(ctx: &mut Ctx, id: &str, producer: (i64, i16), topic: &str, values: &[&str]) -> (i16, i64) {
+async fn produce(
+    ctx: &mut Ctx,
+    id: &str,
+    producer: (i64, i16),
+    topic: &str,
+    values: &[&str],
+) -> (i16, i64) {
     let request = produce_request(-1, vec![(topic, 0, txn_batch(producer, values))])
         .with_transactional_id(Some(txn_id(id)));
-    let response = expect_kind!(ctx.call(ApiKey::Produce, PRODUCE_LATEST, request).await, Produce);
+    let response = expect_kind!(
+        ctx.call(ApiKey::Produce, PRODUCE_LATEST, request).await,
+        Produce
+    );
     let p = &response.responses[0].partition_responses[0];
     (p.error_code, p.base_offset)
 }
@@ -124,7 +145,10 @@ async fn fetch(ctx: &mut Ctx, topic: &str, isolation: i8) -> PartitionData {
 }
 
 fn values(p: &PartitionData) -> Vec<String> {
-    decode(&p.records).into_iter().map(|(_, _, v, _)| v).collect()
+    decode(&p.records)
+        .into_iter()
+        .map(|(_, _, v, _)| v)
+        .collect()
 }
 
 pub async fn add_partitions_to_txn(ctx: &mut Ctx, version: i16) {
@@ -140,8 +164,14 @@ pub async fn add_partitions_to_txn(ctx: &mut Ctx, version: i16) {
     let unknown = ResponseError::UnknownTopicOrPartition.code();
     let not_attempted = ResponseError::OperationNotAttempted.code();
     assert_eq!(refused, vec![(0, not_attempted), (7, unknown)]);
-    assert_eq!(add_partitions(ctx, version, &id, producer, &topic, vec![0]).await, vec![(0, 0)]);
-    assert_eq!(produce(ctx, &id, producer, &topic, &["a", "b"]).await, (0, 0));
+    assert_eq!(
+        add_partitions(ctx, version, &id, producer, &topic, vec![0]).await,
+        vec![(0, 0)]
+    );
+    assert_eq!(
+        produce(ctx, &id, producer, &topic, &["a", "b"]).await,
+        (0, 0)
+    );
     // Open: read_committed sees nothing yet, read_uncommitted sees the records.
     assert!(values(&fetch(ctx, &topic, 1).await).is_empty());
     assert_eq!(values(&fetch(ctx, &topic, 0).await), vec!["a", "b"]);
@@ -149,7 +179,11 @@ pub async fn add_partitions_to_txn(ctx: &mut Ctx, version: i16) {
     let committed = fetch(ctx, &topic, 1).await;
     assert_eq!(committed.last_stable_offset, 3, "the marker is offset 2");
     let commit_marker = "\0\0\0\0\0\0";
-    assert_eq!(values(&committed), vec!["a", "b", commit_marker], "records and the marker");
+    assert_eq!(
+        values(&committed),
+        vec!["a", "b", commit_marker],
+        "records and the marker"
+    );
     assert_eq!(committed.aborted_transactions, Some(vec![]));
     // A stale epoch is fenced.
     let stale = (producer.0, producer.1 - 1);
@@ -162,7 +196,10 @@ pub async fn end_txn_scenario(ctx: &mut Ctx, version: i16) {
     ctx.create_topic(&topic, 1).await;
     let id = format!("end-v{version}");
     let producer = init(ctx, &id, 4).await;
-    assert_eq!(add_partitions(ctx, ADD_PARTITIONS, &id, producer, &topic, vec![0]).await, vec![(0, 0)]);
+    assert_eq!(
+        add_partitions(ctx, ADD_PARTITIONS, &id, producer, &topic, vec![0]).await,
+        vec![(0, 0)]
+    );
     assert_eq!(produce(ctx, &id, producer, &topic, &["x"]).await, (0, 0));
     assert_eq!(end_txn(ctx, version, &id, producer, false).await, 0);
     // A retried abort is answered again; a commit of what was aborted is refused.
@@ -179,7 +216,10 @@ pub async fn end_txn_scenario(ctx: &mut Ctx, version: i16) {
     assert_eq!(listed, vec![(producer.0, 0)]);
     assert_eq!(aborted.last_stable_offset, 2);
     // The next transaction of the same producer commits after the abort marker.
-    assert_eq!(add_partitions(ctx, ADD_PARTITIONS, &id, producer, &topic, vec![0]).await, vec![(0, 0)]);
+    assert_eq!(
+        add_partitions(ctx, ADD_PARTITIONS, &id, producer, &topic, vec![0]).await,
+        vec![(0, 0)]
+    );
     assert_eq!(produce(ctx, &id, producer, &topic, &["y"]).await.0, 0);
     assert_eq!(end_txn(ctx, version, &id, producer, true).await, 0);
     // A new instance fences this one.
@@ -189,7 +229,13 @@ pub async fn end_txn_scenario(ctx: &mut Ctx, version: i16) {
     assert_eq!(end_txn(ctx, version, &id, producer, true).await, fenced);
 }
 
-fn txn_offset_commit_request(id: &str, producer: (i64, i16), group: &str, topic: &str, offset: i64) -> TxnOffsetCommitRequest {
+fn txn_offset_commit_request(
+    id: &str,
+    producer: (i64, i16),
+    group: &str,
+    topic: &str,
+    offset: i64,
+) -> TxnOffsetCommitRequest {
     TxnOffsetCommitRequest::default()
         .with_transactional_id(txn_id(id))
         .with_group_id(gid(group))
@@ -206,13 +252,23 @@ fn txn_offset_commit_request(id: &str, producer: (i64, i16), group: &str, topic:
                 .with_committed_metadata(Some(s("m")))])])
 }
 
-async fn add_offsets(ctx: &mut Ctx, version: i16, id: &str, producer: (i64, i16), group: &str) -> i16 {
+async fn add_offsets(
+    ctx: &mut Ctx,
+    version: i16,
+    id: &str,
+    producer: (i64, i16),
+    group: &str,
+) -> i16 {
     let request = AddOffsetsToTxnRequest::default()
         .with_transactional_id(txn_id(id))
         .with_producer_id(ProducerId(producer.0))
         .with_producer_epoch(producer.1)
         .with_group_id(gid(group));
-    expect_kind!(ctx.call(ApiKey::AddOffsetsToTxn, version, request).await, AddOffsetsToTxn).error_code
+    expect_kind!(
+        ctx.call(ApiKey::AddOffsetsToTxn, version, request).await,
+        AddOffsetsToTxn
+    )
+    .error_code
 }
 
 async fn txn_offset_commit(ctx: &mut Ctx, version: i16, request: TxnOffsetCommitRequest) -> i16 {
@@ -245,8 +301,14 @@ async fn offsets_scenario(ctx: &mut Ctx, versions: (i16, i16), label: &str) {
     // Offsets of a group the transaction does not hold are refused.
     let request = txn_offset_commit_request(&id, producer, &group, &topic, 5);
     let invalid = ResponseError::InvalidTxnState.code();
-    assert_eq!(txn_offset_commit(ctx, commit_version, request).await, invalid);
-    assert_eq!(add_offsets(ctx, add_version, &id, producer, &group).await, 0);
+    assert_eq!(
+        txn_offset_commit(ctx, commit_version, request).await,
+        invalid
+    );
+    assert_eq!(
+        add_offsets(ctx, add_version, &id, producer, &group).await,
+        0
+    );
     let request = txn_offset_commit_request(&id, producer, &group, &topic, 5);
     assert_eq!(txn_offset_commit(ctx, commit_version, request).await, 0);
     let unstable = ResponseError::UnstableOffsetCommit.code();
@@ -254,7 +316,10 @@ async fn offsets_scenario(ctx: &mut Ctx, versions: (i16, i16), label: &str) {
     assert_eq!(end_txn(ctx, END_TXN, &id, producer, true).await, 0);
     assert_eq!(committed(ctx, &group, &topic).await, (5, 0));
     // Aborted offsets never become the group's.
-    assert_eq!(add_offsets(ctx, add_version, &id, producer, &group).await, 0);
+    assert_eq!(
+        add_offsets(ctx, add_version, &id, producer, &group).await,
+        0
+    );
     let request = txn_offset_commit_request(&id, producer, &group, &topic, 9);
     assert_eq!(txn_offset_commit(ctx, commit_version, request).await, 0);
     assert_eq!(end_txn(ctx, END_TXN, &id, producer, false).await, 0);
@@ -262,7 +327,12 @@ async fn offsets_scenario(ctx: &mut Ctx, versions: (i16, i16), label: &str) {
 }
 
 pub async fn add_offsets_to_txn(ctx: &mut Ctx, version: i16) {
-    offsets_scenario(ctx, (version, TXN_OFFSET_COMMIT), &format!("add-v{version}")).await;
+    offsets_scenario(
+        ctx,
+        (version, TXN_OFFSET_COMMIT),
+        &format!("add-v{version}"),
+    )
+    .await;
 }
 
 pub async fn txn_offset_commit_scenario(ctx: &mut Ctx, version: i16) {
@@ -281,8 +351,12 @@ pub async fn describe_transactions(ctx: &mut Ctx, version: i16) {
             .with_transactional_ids(ids.into_iter().map(txn_id).collect())
     };
     let response = expect_kind!(
-        ctx.call(ApiKey::DescribeTransactions, version, describe(vec![&id, "no-such-id"]))
-            .await,
+        ctx.call(
+            ApiKey::DescribeTransactions,
+            version,
+            describe(vec![&id, "no-such-id"])
+        )
+        .await,
         DescribeTransactions
     );
     let [open, unknown] = &response.transaction_states[..] else {
@@ -294,20 +368,30 @@ pub async fn describe_transactions(ctx: &mut Ctx, version: i16) {
     assert_eq!(open.transaction_timeout_ms, 60_000);
     assert!(open.transaction_start_time_ms > 0);
     assert_eq!(open.topics[0].partitions, vec![0, 1]);
-    assert_eq!(unknown.error_code, ResponseError::TransactionalIdNotFound.code());
+    assert_eq!(
+        unknown.error_code,
+        ResponseError::TransactionalIdNotFound.code()
+    );
     assert_eq!(end_txn(ctx, END_TXN, &id, producer, false).await, 0);
     let response = expect_kind!(
-        ctx.call(ApiKey::DescribeTransactions, version, describe(vec![&id])).await,
+        ctx.call(ApiKey::DescribeTransactions, version, describe(vec![&id]))
+            .await,
         DescribeTransactions
     );
-    assert_eq!(&*response.transaction_states[0].transaction_state, "CompleteAbort");
+    assert_eq!(
+        &*response.transaction_states[0].transaction_state,
+        "CompleteAbort"
+    );
 }
 
 /// ListTransactions: filters by state, producer id, running time (v1) and pattern (v2).
 pub async fn list_transactions(ctx: &mut Ctx, version: i16) {
     let topic = format!("txn-list-v{version}");
     ctx.create_topic(&topic, 1).await;
-    let (open_id, idle_id) = (format!("list-open-v{version}"), format!("list-idle-v{version}"));
+    let (open_id, idle_id) = (
+        format!("list-open-v{version}"),
+        format!("list-idle-v{version}"),
+    );
     let open = init(ctx, &open_id, 4).await;
     init(ctx, &idle_id, 4).await;
     add_partitions(ctx, ADD_PARTITIONS, &open_id, open, &topic, vec![0]).await;
@@ -332,26 +416,34 @@ pub async fn list_transactions(ctx: &mut Ctx, version: i16) {
         ids
     };
     let all = expect_kind!(
-        ctx.call(ApiKey::ListTransactions, version, list(vec![])).await,
+        ctx.call(ApiKey::ListTransactions, version, list(vec![]))
+            .await,
         ListTransactions
     );
     assert_eq!(ids(&all), vec![idle_id.clone(), open_id.clone()]);
     let ongoing = expect_kind!(
-        ctx.call(ApiKey::ListTransactions, version, list(vec!["Ongoing", "Bogus"])).await,
+        ctx.call(
+            ApiKey::ListTransactions,
+            version,
+            list(vec!["Ongoing", "Bogus"])
+        )
+        .await,
         ListTransactions
     );
     assert_eq!(ids(&ongoing), vec![open_id.clone()]);
     assert_eq!(ongoing.unknown_state_filters, vec![s("Bogus")]);
     let by_producer = list(vec![]).with_producer_id_filters(vec![ProducerId(open.0)]);
     let found = expect_kind!(
-        ctx.call(ApiKey::ListTransactions, version, by_producer).await,
+        ctx.call(ApiKey::ListTransactions, version, by_producer)
+            .await,
         ListTransactions
     );
     assert_eq!(ids(&found), vec![open_id.clone()]);
     if version >= 1 {
         let long_running = list(vec![]).with_duration_filter(3_600_000);
         let found = expect_kind!(
-            ctx.call(ApiKey::ListTransactions, version, long_running).await,
+            ctx.call(ApiKey::ListTransactions, version, long_running)
+                .await,
             ListTransactions
         );
         assert!(ids(&found).is_empty(), "nothing has run for an hour");
@@ -367,7 +459,10 @@ pub async fn describe_producers(ctx: &mut Ctx, version: i16) {
     let id = format!("producers-v{version}");
     let producer = init(ctx, &id, 4).await;
     add_partitions(ctx, ADD_PARTITIONS, &id, producer, &topic, vec![0]).await;
-    assert_eq!(produce(ctx, &id, producer, &topic, &["a", "b", "c"]).await, (0, 0));
+    assert_eq!(
+        produce(ctx, &id, producer, &topic, &["a", "b", "c"]).await,
+        (0, 0)
+    );
     let request = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
         .with_name(name(&topic))
         .with_partition_indexes(vec![0, 5])]);
@@ -378,12 +473,21 @@ pub async fn describe_producers(ctx: &mut Ctx, version: i16) {
     let [known, unknown] = &response.topics[0].partitions[..] else {
         panic!("two partitions expected: {response:?}");
     };
-    assert_eq!(unknown.error_code, ResponseError::UnknownTopicOrPartition.code());
+    assert_eq!(
+        unknown.error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
     assert_eq!(known.error_code, 0);
     let [state] = &known.active_producers[..] else {
         panic!("one producer expected: {known:?}");
     };
-    assert_eq!((state.producer_id.0, state.producer_epoch), (producer.0, i32::from(producer.1)));
-    assert_eq!((state.last_sequence, state.current_txn_start_offset), (2, 0));
+    assert_eq!(
+        (state.producer_id.0, state.producer_epoch),
+        (producer.0, i32::from(producer.1))
+    );
+    assert_eq!(
+        (state.last_sequence, state.current_txn_start_offset),
+        (2, 0)
+    );
     assert_eq!(end_txn(ctx, END_TXN, &id, producer, true).await, 0);
 }
