@@ -229,7 +229,7 @@ async fn a_new_instance_fences_the_zombie_and_aborts_what_it_left_open() {
     );
     let late = txn_batch(zombie, 1, &["zombie-2"]);
     let refused = produce(&mut client, Some("fenced-tx"), "fenced", 0, late).await;
-    assert_eq!(refused, code(ResponseError::ProducerFenced));
+    assert_eq!(refused, code(ResponseError::InvalidProducerEpoch));
     let refused = add_partition(&mut client, "fenced-tx", zombie, "fenced", 0).await;
     assert_eq!(refused, code(ResponseError::ProducerFenced));
 

@@ -47,7 +47,12 @@ pub async fn admit(
         batch.epoch,
         stream,
     )
-    .await?;
+    .await
+    // A produce of a fenced epoch is INVALID_PRODUCER_EPOCH, as Kafka's partition leader says.
+    .map_err(|e| match e {
+        ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+        other => other,
+    })?;
     register(broker, transactional_id, topic, partition, stream, batch).await?;
     writer.open.insert(batch.producer_id, batch.epoch);
     Ok(writer)
