@@ -1,4 +1,5 @@
-//! AddPartitionsToTxn v0-3 (the client's form): WRITE on the transactional id, then on each
+//! AddPartitionsToTxn v0-3 (the client's form; v4, the brokers', is
+//! `add_partitions_to_txn_batched`): WRITE on the transactional id, then on each
 //! topic; the partitions must exist. As Kafka, any partition refused leaves the others
 //! OPERATION_NOT_ATTEMPTED and the transaction unchanged.
 
@@ -19,8 +20,12 @@ use crate::transactions::records::TxnPartition;
 pub async fn handle(
     broker: &Arc<Broker>,
     context: &RequestContext,
+    version: i16,
     request: AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResponse {
+    if version >= 4 {
+        return super::add_partitions_to_txn_batched::handle(broker, context, request).await;
+    }
     let id = request.v3_and_below_transactional_id.0.to_string();
     let topics: Vec<(TopicName, Vec<i32>)> = request
         .v3_and_below_topics
@@ -68,7 +73,7 @@ pub async fn handle(
 
 /// The partitions as the transaction records them, or those refused with their errors
 /// (an empty list: none refused, which does not happen).
-fn check_partitions(
+pub(super) fn check_partitions(
     broker: &Broker,
     context: &RequestContext,
     topics: &[(TopicName, Vec<i32>)],
@@ -105,14 +110,14 @@ fn check_partitions(
     }
 }
 
-fn all(
+pub(super) fn all(
     topics: &[(TopicName, Vec<i32>)],
     error: ResponseError,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     answer(topics, |_, _| Some(error))
 }
 
-fn answer(
+pub(super) fn answer(
     topics: &[(TopicName, Vec<i32>)],
     error_of: impl Fn(&str, i32) -> Option<ResponseError>,
 ) -> Vec<AddPartitionsToTxnTopicResult> {

@@ -3,6 +3,7 @@
 
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
+mod add_partitions_to_txn_batched;
 mod alter_client_quotas;
 mod alter_user_scram_credentials;
 mod api_versions;
@@ -300,7 +301,7 @@ impl Call<'_> {
         let (broker, context) = (self.broker, self.context);
         Ok(match body {
             RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(
-                add_partitions_to_txn::handle(broker, context, r).await,
+                add_partitions_to_txn::handle(broker, context, self.version, r).await,
             ),
             RequestKind::AddOffsetsToTxn(r) => {
                 ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(broker, context, r).await)

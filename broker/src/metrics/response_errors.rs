@@ -45,11 +45,17 @@ fn data(response: &ResponseKind) -> Option<Vec<i16>> {
             .collect(),
         ResponseKind::InitProducerId(r) => vec![r.error_code],
         ResponseKind::AddPartitionsToTxn(r) => std::iter::once(r.error_code)
-            .chain(r.results_by_topic_v3_and_below.iter().flat_map(|t| {
-                t.results_by_partition
+            .chain(
+                r.results_by_transaction
                     .iter()
-                    .map(|p| p.partition_error_code)
-            }))
+                    .flat_map(|t| t.topic_results.iter())
+                    .chain(r.results_by_topic_v3_and_below.iter())
+                    .flat_map(|t| {
+                        t.results_by_partition
+                            .iter()
+                            .map(|p| p.partition_error_code)
+                    }),
+            )
             .collect(),
         ResponseKind::AddOffsetsToTxn(r) => vec![r.error_code],
         ResponseKind::DescribeTransactions(r) => {

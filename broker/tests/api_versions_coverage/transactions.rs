@@ -59,7 +59,48 @@ fn add_partitions_request(
             .with_partitions(partitions)])
 }
 
-/// AddPartitionsToTxn at `version`: the error of each partition.
+/// AddPartitionsToTxn at `version` (v4: the batched form, `verify_only` as given): the error
+/// of each partition.
+async fn add_or_verify(
+    ctx: &mut Ctx,
+    version: i16,
+    verify_only: bool,
+    (id, producer): (&str, (i64, i16)),
+    topic: &str,
+    partitions: Vec<i32>,
+) -> Vec<(i32, i16)> {
+    let request = if version >= 4 {
+        use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTransaction;
+        AddPartitionsToTxnRequest::default().with_transactions(vec![
+            AddPartitionsToTxnTransaction::default()
+                .with_transactional_id(txn_id(id))
+                .with_producer_id(ProducerId(producer.0))
+                .with_producer_epoch(producer.1)
+                .with_verify_only(verify_only)
+                .with_topics(vec![AddPartitionsToTxnTopic::default()
+                    .with_name(name(topic))
+                    .with_partitions(partitions)]),
+        ])
+    } else {
+        add_partitions_request(id, producer, topic, partitions)
+    };
+    let response = expect_kind!(
+        ctx.call(ApiKey::AddPartitionsToTxn, version, request).await,
+        AddPartitionsToTxn
+    );
+    assert_eq!(response.error_code, 0);
+    let topics = if version >= 4 {
+        &response.results_by_transaction[0].topic_results
+    } else {
+        &response.results_by_topic_v3_and_below
+    };
+    topics[0]
+        .results_by_partition
+        .iter()
+        .map(|p| (p.partition_index, p.partition_error_code))
+        .collect()
+}
+
 async fn add_partitions(
     ctx: &mut Ctx,
     version: i16,
@@ -68,16 +109,7 @@ async fn add_partitions(
     topic: &str,
     partitions: Vec<i32>,
 ) -> Vec<(i32, i16)> {
-    let request = add_partitions_request(id, producer, topic, partitions);
-    let response = expect_kind!(
-        ctx.call(ApiKey::AddPartitionsToTxn, version, request).await,
-        AddPartitionsToTxn
-    );
-    response.results_by_topic_v3_and_below[0]
-        .results_by_partition
-        .iter()
-        .map(|p| (p.partition_index, p.partition_error_code))
-        .collect()
+    add_or_verify(ctx, version, false, (id, producer), topic, partitions).await
 }
 
 fn txn_batch(producer: (i64, i16), values: &[&str]) -> Bytes {
@@ -185,6 +217,18 @@ pub async fn add_partitions_to_txn(ctx: &mut Ctx, version: i16) {
         "records and the marker"
     );
     assert_eq!(committed.aborted_transactions, Some(vec![]));
+    if version >= 4 {
+        // The brokers' verify-only form: in the open transaction or not, nothing added.
+        assert_eq!(
+            add_partitions(ctx, version, &id, producer, &topic, vec![0]).await,
+            vec![(0, 0)]
+        );
+        let verified = add_or_verify(ctx, version, true, (&id, producer), &topic, vec![0]).await;
+        assert_eq!(verified, vec![(0, 0)]);
+        assert_eq!(end_txn(ctx, END_TXN, &id, producer, false).await, 0);
+        let verified = add_or_verify(ctx, version, true, (&id, producer), &topic, vec![0]).await;
+        assert_eq!(verified, vec![(0, ResponseError::InvalidTxnState.code())]);
+    }
     // A stale epoch is fenced.
     let stale = (producer.0, producer.1 - 1);
     let fenced = add_partitions(ctx, version, &id, stale, &topic, vec![0]).await;

@@ -111,6 +111,8 @@ rules! {
         "the transactional id: every partition refused";
     ADD_PARTITIONS_TO_TXN: AddPartitionsToTxn, Write, Topic, TOPIC_FAILED,
         "each topic (one refused: the others OPERATION_NOT_ATTEMPTED)";
+    ADD_PARTITIONS_TO_TXN_BATCHED: AddPartitionsToTxn, ClusterAction, Cluster, CLUSTER_FAILED,
+        "v4, the brokers' batched form: the request refused";
     ADD_OFFSETS_TO_TXN_ID: AddOffsetsToTxn, Write, TransactionalId, TXN_FAILED,
         "the transactional id";
     ADD_OFFSETS_TO_TXN: AddOffsetsToTxn, Read, Group, GROUP_FAILED, "the group";
