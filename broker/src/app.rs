@@ -85,6 +85,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let compactor_config = config.compaction.then(|| config.compactor_config());
     let objects =
         storage::objects::open(&object_url).map_err(|e| StartError::ObjectStore(e.to_string()))?;
+    let objects = storage::objects::with_latency(objects, config.object_latency);
     crate::metrics::register();
     let objects: Arc<dyn object_store::ObjectStore> = Arc::new(
         storage::objects::Intercepted::wrap(objects, storage::objects::Meter),

@@ -64,6 +64,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     metastore::register_metrics();
     compactor::metrics::register();
     let objects = storage::objects::open(&location.object_store_url)?;
+    let objects = storage::objects::with_latency(objects, location.latency_profile);
     let objects: std::sync::Arc<dyn object_store::ObjectStore> = std::sync::Arc::new(
         storage::objects::Intercepted::wrap(objects, storage::objects::Meter),
     );

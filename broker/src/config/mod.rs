@@ -36,6 +36,8 @@ pub struct Config {
     /// The object store URL, `file://<data_dir>/objects` unless set.
     pub object_store_url: String,
     pub metastore: String,
+    /// Benchmarks only: latency added to every object-store call.
+    pub object_latency: storage::objects::LatencyProfile,
     pub broker_id: i32,
     pub rack: Option<String>,
     pub auto_create_topics: bool,
@@ -128,6 +130,7 @@ impl Config {
             data_dir: location.data_dir,
             object_store_url: location.object_store_url,
             metastore: location.metastore,
+            object_latency: location.latency_profile,
             broker_id: r.get(&s::BROKER_ID),
             rack: r.get(&s::RACK),
             auto_create_topics: r.get(&s::AUTO_CREATE_TOPICS),

@@ -91,6 +91,8 @@ pub struct Location {
     /// The object store URL, `file://<data_dir>/objects` unless set.
     pub object_store_url: String,
     pub metastore: String,
+    /// The modeled latency added to every object-store call (benchmarks only).
+    pub latency_profile: crate::objects::LatencyProfile,
 }
 
 impl Location {
@@ -109,6 +111,10 @@ impl Location {
             data_dir,
             object_store_url,
             metastore: resolved.get(&s::METASTORE),
+            latency_profile: crate::objects::LatencyProfile::parse(
+                &resolved.get(&s::OBJECT_STORE_LATENCY_PROFILE),
+            )
+            .unwrap_or(crate::objects::LatencyProfile::None),
         })
     }
 }

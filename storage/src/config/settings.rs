@@ -6,7 +6,12 @@ use std::path::PathBuf;
 use crate::settings::{AnySetting, Setting, Unit};
 
 /// `data_dir`, `object_store`, `metastore`: the same on both binaries.
-pub static LOCATION: &[&dyn AnySetting] = &[&DATA_DIR, &OBJECT_STORE, &METASTORE];
+pub static LOCATION: &[&dyn AnySetting] = &[
+    &DATA_DIR,
+    &OBJECT_STORE,
+    &METASTORE,
+    &OBJECT_STORE_LATENCY_PROFILE,
+];
 
 /// The HTTP listener of metrics and health checks, on both binaries.
 pub static OBSERVABILITY: &[&dyn AnySetting] = &[&HTTP_LISTEN, &METRICS_ENABLED, &LOG_FORMAT];
@@ -79,6 +84,23 @@ pub static OBJECT_STORE: Setting<Option<String>> = Setting::new(
         Err(format!("expected a file://, memory:// or s3:// URL, got {url:?}"))
     }
     _ => Ok(()),
+});
+
+pub static OBJECT_STORE_LATENCY_PROFILE: Setting<String> = Setting::new(
+    "object_store_latency_profile",
+    "none",
+    Unit::None,
+    "For benchmarks only: delays every object-store call as a cloud store would (`s3-standard`, `s3-express`; `none` in production), see docs/object-latency.md",
+)
+.checked(|name| {
+    if crate::objects::LatencyProfile::parse(name).is_some() {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected one of {:?}, got {name:?}",
+            crate::objects::LatencyProfile::NAMES
+        ))
+    }
 });
 
 pub static METASTORE: Setting<String> = Setting::new(

@@ -29,6 +29,8 @@ pub struct Call {
     pub location: Path,
     /// Payload bytes of a single-request put.
     pub put_bytes: Option<u64>,
+    /// Bytes a get asks for, when its ranges say (a latency model charges their transfer).
+    pub get_bytes: Option<u64>,
 }
 
 #[async_trait]
@@ -100,6 +102,7 @@ impl<I: Interceptor> Intercepted<I> {
             operation,
             location: location.clone(),
             put_bytes: None,
+            get_bytes: None,
         }
     }
 
@@ -115,6 +118,7 @@ impl<I: Interceptor> Intercepted<I> {
             operation,
             location: location.cloned().unwrap_or_default(),
             put_bytes: None,
+            get_bytes: None,
         };
         stream::once(async move {
             match interceptor.before(&call).await {
@@ -146,6 +150,7 @@ impl<I: Interceptor> ObjectStore for Intercepted<I> {
             operation: Operation::Put,
             location: location.clone(),
             put_bytes: Some(bytes),
+            get_bytes: None,
         };
         let put = self.inner.put_opts(location, payload, opts);
         let written = self.timed(call, |_| bytes, put).await?;
@@ -164,7 +169,10 @@ impl<I: Interceptor> ObjectStore for Intercepted<I> {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
-        let call = Self::call(Operation::Get, location);
+        let mut call = Self::call(Operation::Get, location);
+        if let Some(object_store::GetRange::Bounded(range)) = &options.range {
+            call.get_bytes = Some(range.end.saturating_sub(range.start));
+        }
         let head = options.head;
         let get = self.inner.get_opts(location, options);
         let bytes_of = |got: &GetResult| {
@@ -178,7 +186,8 @@ impl<I: Interceptor> ObjectStore for Intercepted<I> {
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let call = Self::call(Operation::Get, location);
+        let mut call = Self::call(Operation::Get, location);
+        call.get_bytes = Some(ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum());
         let get = self.inner.get_ranges(location, ranges);
         let bytes_of = |got: &Vec<Bytes>| got.iter().map(|b| b.len() as u64).sum();
         self.timed(call, bytes_of, get).await

@@ -10,6 +10,7 @@ mod error;
 #[cfg(feature = "testkit")]
 mod failing;
 mod intercept;
+mod latency_model;
 mod metered;
 mod open;
 mod operation;
@@ -24,8 +25,9 @@ pub use failing::{
     injected, is_injected_fault, FailingObjectStore, FailureMode, Faults, InjectedFault,
 };
 pub use intercept::{Call, Finished, Intercepted, Interceptor};
+pub use latency_model::{LatencyProfile, ModeledLatency, ModeledObjectStore};
 pub use metered::{register_metrics, Meter, MeteredObjectStore};
-pub use open::{open, open_with, OpenOptions};
+pub use open::{open, open_with, with_latency, OpenOptions};
 pub use operation::Operation;
 #[cfg(feature = "testkit")]
 pub use slow::{Latency, SlowObjectStore};

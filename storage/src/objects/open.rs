@@ -44,6 +44,25 @@ impl Default for OpenOptions {
     }
 }
 
+/// `store` with the latency of `profile` added to every call (none: `store` itself).
+pub fn with_latency(
+    store: Arc<dyn ObjectStore>,
+    profile: super::LatencyProfile,
+) -> Arc<dyn ObjectStore> {
+    if profile == super::LatencyProfile::None {
+        return store;
+    }
+    tracing::warn!(
+        ?profile,
+        "object-store calls are delayed by a latency model (benchmarks only)"
+    );
+    let seed = u64::from(std::process::id()) ^ crate::clock::system_now_ms();
+    Arc::new(super::ModeledObjectStore::wrap(
+        store,
+        super::ModeledLatency::new(profile, seed),
+    ))
+}
+
 /// Opens the store a URL names, with default [`OpenOptions`].
 pub fn open(url: &str) -> Result<Arc<dyn ObjectStore>, ObjectsError> {
     open_with(url, &OpenOptions::default())
