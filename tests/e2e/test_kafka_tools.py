@@ -157,3 +157,26 @@ def test_leader_election_and_reassignment_find_nothing_to_do(broker, tmp_path):
     done = tool(b, reassign, "--reassignment-json-file", str(plan), "--execute")
     assert f"Successfully started partition reassignment for {topic}-0" in done, done
     assert "No partition reassignments found." in tool(b, reassign, "--list")
+
+
+def test_features_are_described_as_kafka_lists_them(broker, target):
+    out = tool(broker.bootstrap, "org.apache.kafka.tools.FeatureCommand", "describe")
+    features = dict(re.findall(r"^Feature: (\S+)\t(SupportedMinVersion: .*)$", out, re.M))
+    assert re.fullmatch(r"SupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: \d+",
+                        features["group.version"]), out
+    # Kafka 4.1 finalizes KIP-890 part 2 (level 2); ours stops at 1, transactions without it.
+    level = 1 if target == "ours" else 2
+    assert re.fullmatch(rf"SupportedMinVersion: 0\tSupportedMaxVersion: {level}\tFinalizedVersionLevel: {level}"
+                        r"\tEpoch: \d+", features["transaction.version"]), out
+
+
+def test_topics_are_described_in_pages_with_describe_topic_partitions(broker):
+    b, topic = broker.bootstrap, unique_topic("tools-paged")
+    tool(b, TOPICS, "--create", "--topic", topic, "--partitions", "5", "--replication-factor", "1")
+    # Through DescribeTopicPartitions: Elr and LastKnownElr are empty lists (Metadata gives N/A).
+    described = tool(b, TOPICS, "--describe", "--topic", topic, "--partition-size-limit-per-response", "2")
+    rows = re.findall(rf"^\tTopic: {topic}\tPartition: (\d)\tLeader: \d+\tReplicas: \d+\tIsr: \d+\tElr: \tLastKnownElr: $",
+                      described, re.M)
+    assert rows == ["0", "1", "2", "3", "4"], described
+    everything = tool(b, TOPICS, "--describe", "--partition-size-limit-per-response", "3")
+    assert len(re.findall(rf"^\tTopic: {topic}\tPartition: \d", everything, re.M)) == 5

@@ -19,6 +19,7 @@ mod describe_client_quotas;
 mod describe_cluster;
 mod describe_groups;
 mod describe_log_dirs;
+mod describe_topic_partitions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
 mod fetch;
@@ -274,6 +275,15 @@ impl Call<'_> {
             }
             RequestKind::Metadata(r) => ResponseKind::Metadata(
                 metadata::handle(broker, self.context, version, client_zone(self.header), r).await,
+            ),
+            RequestKind::DescribeTopicPartitions(r) => ResponseKind::DescribeTopicPartitions(
+                describe_topic_partitions::handle(
+                    broker,
+                    self.context,
+                    client_zone(self.header),
+                    r,
+                )
+                .await,
             ),
             RequestKind::DescribeCluster(r) => {
                 ResponseKind::DescribeCluster(describe_cluster::handle(broker, self.context, r))

@@ -38,6 +38,13 @@ fn data(response: &ResponseKind) -> Option<Vec<i16>> {
             })
             .collect(),
         ResponseKind::ApiVersions(r) => vec![r.error_code],
+        ResponseKind::DescribeTopicPartitions(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| {
+                std::iter::once(t.error_code).chain(t.partitions.iter().map(|p| p.error_code))
+            })
+            .collect(),
         ResponseKind::DeleteRecords(r) => r
             .topics
             .iter()
@@ -191,6 +198,9 @@ mod tests {
             ApiKey::Fetch => ResponseKind::Fetch(Default::default()),
             ApiKey::ListOffsets => ResponseKind::ListOffsets(Default::default()),
             ApiKey::Metadata => ResponseKind::Metadata(Default::default()),
+            ApiKey::DescribeTopicPartitions => {
+                ResponseKind::DescribeTopicPartitions(Default::default())
+            }
             ApiKey::ApiVersions => ResponseKind::ApiVersions(Default::default()),
             ApiKey::CreateTopics => ResponseKind::CreateTopics(Default::default()),
             ApiKey::DeleteTopics => ResponseKind::DeleteTopics(Default::default()),

@@ -18,3 +18,4 @@ mod admin;
 mod data;
 mod groups;
 mod harness;
+mod topic_partitions;

@@ -62,6 +62,8 @@ rules! {
         "auto-creating unknown topics: allows every one";
     METADATA_AUTO_CREATE: Metadata, Create, Topic, TOPIC_FAILED,
         "else each unknown topic to auto-create";
+    DESCRIBE_TOPIC_PARTITIONS: DescribeTopicPartitions, Describe, Topic, TOPIC_FAILED,
+        "each topic named (refused ones are listed with the error and no id); all-topics requests silently leave out the others";
     METADATA_CLUSTER_OPERATIONS: Metadata, Describe, Cluster, None,
         "v8-10 `include_cluster_authorized_operations`: without it, 0";
     CREATE_TOPICS_CLUSTER: CreateTopics, Create, Cluster, None, "allows every topic";
