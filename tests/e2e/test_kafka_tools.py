@@ -16,14 +16,20 @@ from conftest import unique_topic
 REPO = Path(__file__).resolve().parents[2]
 
 
-def tool(bootstrap: str, main: str, *args: str) -> str:
+def run_tool(bootstrap: str, main: str, *args: str) -> tuple[int, str]:
+    """The tool's exit code and output (stdout then stderr, without SLF4J's notices)."""
     cmd = ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{REPO}/tests/.work/kafka/libs/*", main,
            "--bootstrap-server", bootstrap, *args]
     if main == "org.apache.kafka.tools.ClusterTool":
         cmd = cmd[:5] + [args[0], "--bootstrap-server", bootstrap, *args[1:]]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     out = "\n".join(line for line in (p.stdout + p.stderr).splitlines() if not line.startswith("SLF4J"))
-    assert p.returncode == 0, f"{main} {args}: exit {p.returncode}\n{out}"
+    return p.returncode, out
+
+
+def tool(bootstrap: str, main: str, *args: str) -> str:
+    code, out = run_tool(bootstrap, main, *args)
+    assert code == 0, f"{main} {args}: exit {code}\n{out}"
     return out
 
 
@@ -180,3 +186,17 @@ def test_topics_are_described_in_pages_with_describe_topic_partitions(broker):
     assert rows == ["0", "1", "2", "3", "4"], described
     everything = tool(b, TOPICS, "--describe", "--partition-size-limit-per-response", "3")
     assert len(re.findall(rf"^\tTopic: {topic}\tPartition: \d", everything, re.M)) == 5
+
+
+def test_client_metrics_resources_are_listed_and_none_are_configured(broker):
+    assert tool(broker.bootstrap, "org.apache.kafka.tools.ClientMetricsCommand", "--list").strip() == ""
+
+
+def test_metadata_quorum_is_described_by_kraft_only(broker, target):
+    code, out = run_tool(broker.bootstrap, "org.apache.kafka.tools.MetadataQuorumCommand", "describe", "--status")
+    if target == "kafka":
+        assert code == 0 and re.search(r"^ClusterId:\s+\S+", out, re.M), out
+    else:
+        # No controller quorum here: DescribeQuorum is not advertised, as a ZooKeeper-mode Kafka
+        # did not advertise it, and the tool says so (docs/admin-tools.md).
+        assert code != 0 and "The node does not support DESCRIBE_QUORUM" in out, out

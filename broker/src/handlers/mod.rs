@@ -28,6 +28,7 @@ mod heartbeat;
 mod init_producer_id;
 mod join_group;
 mod leave_group;
+mod list_config_resources;
 mod list_groups;
 mod list_offsets;
 mod metadata;
@@ -414,6 +415,9 @@ impl Call<'_> {
             }
             RequestKind::AlterClientQuotas(r) => ResponseKind::AlterClientQuotas(
                 alter_client_quotas::handle(broker, context, r).await,
+            ),
+            RequestKind::ListConfigResources(r) => ResponseKind::ListConfigResources(
+                list_config_resources::handle(broker, context, self.version, &r),
             ),
             RequestKind::DescribeLogDirs(r) => ResponseKind::DescribeLogDirs(
                 describe_log_dirs::handle(

@@ -117,6 +117,7 @@ fn admin(response: &ResponseKind) -> Option<Vec<i16>> {
         ResponseKind::CreateAcls(r) => r.results.iter().map(|t| t.error_code).collect(),
         ResponseKind::DeleteAcls(r) => r.filter_results.iter().map(|t| t.error_code).collect(),
         ResponseKind::DescribeClientQuotas(r) => vec![r.error_code],
+        ResponseKind::ListConfigResources(r) => vec![r.error_code],
         ResponseKind::AlterClientQuotas(r) => r.entries.iter().map(|e| e.error_code).collect(),
         ResponseKind::OffsetForLeaderEpoch(r) => r
             .topics
@@ -235,6 +236,7 @@ mod tests {
             ApiKey::DeleteAcls => ResponseKind::DeleteAcls(Default::default()),
             ApiKey::DescribeClientQuotas => ResponseKind::DescribeClientQuotas(Default::default()),
             ApiKey::DescribeLogDirs => ResponseKind::DescribeLogDirs(Default::default()),
+            ApiKey::ListConfigResources => ResponseKind::ListConfigResources(Default::default()),
             ApiKey::AlterClientQuotas => ResponseKind::AlterClientQuotas(Default::default()),
             ApiKey::OffsetForLeaderEpoch => ResponseKind::OffsetForLeaderEpoch(Default::default()),
             ApiKey::ElectLeaders => ResponseKind::ElectLeaders(Default::default()),

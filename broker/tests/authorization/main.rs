@@ -15,6 +15,7 @@ mod common;
 
 mod acls;
 mod admin;
+mod config_resources;
 mod data;
 mod groups;
 mod harness;
