@@ -1,15 +1,18 @@
 //! The broker's metrics (`docs/metrics.md`): requests by API, produce and fetch traffic by topic,
-//! connections, pending produce bytes, groups by state. Object-store and MetaStore metrics are
+//! connections, pending produce bytes, groups by state, consumer-group lag. Object-store and MetaStore metrics are
 //! recorded in `storage`, the HTTP listener is `telemetry`'s.
 
 mod connections;
 mod gauges;
+mod lag;
 mod requests;
 mod response_errors;
+pub mod settings;
 mod topics;
 
 pub use connections::connection_opened;
 pub use gauges::{register_broker_gauges, spawn_group_sampler};
+pub use lag::{spawn_lag_sampler, LagConfig};
 pub use requests::record_request;
 pub use topics::{fetched, produced};
 
