@@ -80,6 +80,16 @@ def test_metrics_after_a_produce_and_consume_name_the_topic_and_the_bytes_moved(
         assert sample(text, "diskless_object_store_bytes_total", operation="put") >= bytes_in
         assert sample(text, "diskless_metastore_operation_duration_seconds_count", operation="put") >= 1
         assert sample(text, "diskless_produce_pending_bytes_limit") > 0
+        # Every stage of a produce and a fetch was observed, and a produce's stages add up to
+        # no more than the Produce requests took.
+        for stage in ("queue", "put", "commit", "response"):
+            assert sample(text, "diskless_produce_stage_duration_seconds_count", stage=stage) >= 1, stage
+        staged = sum(sample(text, "diskless_produce_stage_duration_seconds_sum", stage=stage)
+                     for stage in ("queue", "commit", "response"))
+        assert 0 < staged <= sample(text, "kafka_network_request_duration_seconds_sum", request="Produce")
+        for stage in ("wait", "read", "response"):
+            assert sample(text, "diskless_fetch_stage_duration_seconds_count", stage=stage) >= 1, stage
+        assert sample(text, "diskless_fetch_stage_duration_seconds_sum", stage="read") > 0
         # The consumer read what had just been written: from the write cache.
         assert sample(text, "diskless_cache_lookups_total", cache="write", result="hit") >= 1
         assert sample(text, "diskless_cache_bytes", cache="write") > 0

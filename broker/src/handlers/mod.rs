@@ -114,9 +114,14 @@ pub async fn handle(
         }
     };
     let started = std::time::Instant::now();
-    let mut served = serve(broker, request, produce_ticket, session)
-        .instrument(span)
-        .await;
+    // A Produce's appends report when they became durable: its `response` stage starts there.
+    let (mut served, durable_at) = storage::wal::stages::durable_at(
+        serve(broker, request, produce_ticket, session).instrument(span),
+    )
+    .await;
+    if matches!(served, Ok(Some(ResponseKind::Produce(_)))) {
+        crate::metrics::produce_answered(durable_at);
+    }
     match (&mut served, produce_throttle) {
         (Ok(Some(ResponseKind::Produce(r))), Some(throttle)) => {
             r.throttle_time_ms = throttle_ms(throttle);
