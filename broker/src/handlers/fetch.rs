@@ -74,6 +74,14 @@ pub async fn handle(
         long_poll(broker, &plan, limits, &mut stages).await
     };
     results.extend(denied);
+    let bytes = results.iter().map(|r| r.bytes() as u64).sum();
+    let user = context.principal.name.as_str();
+    let throttle = broker
+        .quotas
+        .fetch(user, &context.client_id, bytes, context.peer);
+    if !throttle.is_zero() {
+        return throttled(broker, &plan, throttle);
+    }
     let read_committed = request.isolation_level == 1;
     let responding = std::time::Instant::now();
     let responses = respond(broker, &plan, results, read_committed);
@@ -159,6 +167,20 @@ fn plan(broker: &Broker, version: i16, request: &FetchRequest) -> Result<Plan, R
         requested,
         &forgotten,
     )
+}
+
+/// Kafka's answer to a fetch over its quota: no partitions, the throttle time, and the
+/// session only if it already existed (a session this request would have opened is not).
+fn throttled(broker: &Broker, plan: &Plan, throttle: Duration) -> FetchResponse {
+    let session_id = if plan.incremental {
+        plan.session_id
+    } else {
+        broker.fetch_sessions.forget(plan.session_id);
+        0
+    };
+    FetchResponse::default()
+        .with_throttle_time_ms(crate::quotas::throttle_ms(throttle))
+        .with_session_id(session_id)
 }
 
 /// Reads the targets; at the end of the log, waits for a commit to one of them until

@@ -122,24 +122,9 @@ pub async fn handle(
     if matches!(served, Ok(Some(ResponseKind::Produce(_)))) {
         crate::metrics::produce_answered(durable_at);
     }
-    match (&mut served, produce_throttle) {
-        (Ok(Some(ResponseKind::Produce(r))), Some(throttle)) => {
-            r.throttle_time_ms = throttle_ms(throttle);
-        }
-        (Ok(Some(ResponseKind::Fetch(r))), _) => {
-            let bytes = r
-                .responses
-                .iter()
-                .flat_map(|t| t.partitions.iter())
-                .filter_map(|p| p.records.as_ref().map(|b| b.len() as u64))
-                .sum();
-            let throttle =
-                broker
-                    .quotas
-                    .record(QuotaKind::Fetch, user, &client_id, bytes, session.peer);
-            r.throttle_time_ms = throttle_ms(throttle);
-        }
-        _ => {}
+    // A Fetch applies its quota itself: a throttled one is answered empty (`fetch::handle`).
+    if let (Ok(Some(ResponseKind::Produce(r))), Some(throttle)) = (&mut served, produce_throttle) {
+        r.throttle_time_ms = throttle_ms(throttle);
     }
     let response = served.as_ref().ok().and_then(Option::as_ref);
     crate::metrics::record_request(api_key, started.elapsed(), response);

@@ -83,9 +83,11 @@ struct SegmentSlice {
 struct CutSegment {
     object_key: String,
     slices: Vec<SegmentSlice>,
-    /// The encoded object and its directory, once the PUT succeeded, and when it did.
-    put: JoinHandle<Result<(Bytes, Vec<SliceEntry>, Instant), StorageError>>,
+    put: JoinHandle<Result<Written, StorageError>>,
 }
+
+/// The encoded object and its directory, once the PUT succeeded, and when it did.
+type Written = (Bytes, Vec<SliceEntry>, Instant);
 
 pub struct WalWriter {
     config: StorageConfig,
