@@ -206,6 +206,8 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     });
     crate::metrics::register_broker_gauges(&broker);
     crate::metrics::spawn_group_sampler(Arc::downgrade(&broker), shutdown_rx.clone());
+    let lag = broker.config.consumer_lag;
+    crate::metrics::spawn_lag_sampler(Arc::downgrade(&broker), lag, shutdown_rx.clone());
     let readiness =
         crate::health::readiness(coordination_meta.clone(), objects.clone(), local_addr);
     let listen = broker.config.http_listen;

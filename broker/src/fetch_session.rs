@@ -132,6 +132,13 @@ impl FetchSessions {
         })
     }
 
+    /// Closes `session_id` (0: none), for a response that does not hand it to the client.
+    pub fn forget(&self, session_id: i32) {
+        if session_id != 0 {
+            self.lock().sessions.remove(&session_id);
+        }
+    }
+
     /// Records what a response reported and says whether an incremental response must include
     /// the partition: it has records or an error, or its offsets moved since last reported.
     pub fn should_report(

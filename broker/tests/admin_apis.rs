@@ -72,7 +72,7 @@ fn metadata_for(topics: &[&str], auto_create: bool) -> MetadataRequest {
 }
 
 #[tokio::test]
-async fn api_versions_lists_the_table_and_omits_default_feature_fields() {
+async fn api_versions_lists_the_table_and_kafkas_feature_levels() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     for version in versions(ApiKey::ApiVersions) {
@@ -88,19 +88,33 @@ async fn api_versions_lists_the_table_and_omits_default_feature_fields() {
             response.api_keys.len(),
             protocol::versions::SUPPORTED_APIS.len()
         );
-        assert_eq!(response.finalized_features_epoch, -1);
-        assert!(response.supported_features.is_empty() && !response.zk_migration_ready);
+        assert!(
+            !response.zk_migration_ready,
+            "v{version}: a default Kafka omits"
+        );
+        if version < 3 {
+            assert_eq!(response.finalized_features_epoch, -1);
+            assert!(response.supported_features.is_empty());
+            continue;
+        }
+        // Kafka 4.1's feature lists: transaction.version 1 (no KIP-890 part 2) finalized.
+        assert!(response.finalized_features_epoch >= 0, "v{version}");
+        // Before v4 Kafka lists no supported feature whose minimum is 0 (KIP-1022).
+        let supported = response
+            .supported_features
+            .iter()
+            .find(|f| &*f.name == "transaction.version");
+        assert_eq!(
+            supported.map(|f| f.max_version),
+            (version >= 4).then_some(1)
+        );
+        let finalized = response
+            .finalized_features
+            .iter()
+            .find(|f| &*f.name == "transaction.version")
+            .expect("transaction.version is finalized");
+        assert_eq!(finalized.max_version_level, 1);
     }
-    // Raw check for librdkafka 2.0.2: a v3 response must end with an empty tagged-field section.
-    let header = client.header(ApiKey::ApiVersions, 3);
-    let request = ApiVersionsRequest::default()
-        .with_client_software_name(s("t"))
-        .with_client_software_version(s("1"));
-    let frame =
-        protocol::codec::encode_request(&header, &RequestKind::ApiVersions(request)).unwrap();
-    client.send_raw(&frame).await;
-    let raw = client.read_raw().await.unwrap();
-    assert_eq!(raw.last(), Some(&0u8), "tagged fields must be empty");
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 //! versions we serve. The record-batch format is the `record-batch` crate beside this one.
 
 pub mod codec;
+pub mod features;
 pub mod frame;
 pub mod versions;
 

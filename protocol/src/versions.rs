@@ -54,6 +54,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::AlterClientQuotas, 0, 1),
     (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::DescribeTopicPartitions, 0, 0),
+    (ApiKey::ListConfigResources, 0, 1),
 ];
 
 /// Served only on SASL listeners (SASL_PLAINTEXT, SASL_SSL), by the connection's SASL state:

@@ -16,14 +16,20 @@ from conftest import unique_topic
 REPO = Path(__file__).resolve().parents[2]
 
 
-def tool(bootstrap: str, main: str, *args: str) -> str:
+def run_tool(bootstrap: str, main: str, *args: str) -> tuple[int, str]:
+    """The tool's exit code and output (stdout then stderr, without SLF4J's notices)."""
     cmd = ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{REPO}/tests/.work/kafka/libs/*", main,
            "--bootstrap-server", bootstrap, *args]
     if main == "org.apache.kafka.tools.ClusterTool":
         cmd = cmd[:5] + [args[0], "--bootstrap-server", bootstrap, *args[1:]]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     out = "\n".join(line for line in (p.stdout + p.stderr).splitlines() if not line.startswith("SLF4J"))
-    assert p.returncode == 0, f"{main} {args}: exit {p.returncode}\n{out}"
+    return p.returncode, out
+
+
+def tool(bootstrap: str, main: str, *args: str) -> str:
+    code, out = run_tool(bootstrap, main, *args)
+    assert code == 0, f"{main} {args}: exit {code}\n{out}"
     return out
 
 
@@ -157,3 +163,40 @@ def test_leader_election_and_reassignment_find_nothing_to_do(broker, tmp_path):
     done = tool(b, reassign, "--reassignment-json-file", str(plan), "--execute")
     assert f"Successfully started partition reassignment for {topic}-0" in done, done
     assert "No partition reassignments found." in tool(b, reassign, "--list")
+
+
+def test_features_are_described_as_kafka_lists_them(broker, target):
+    out = tool(broker.bootstrap, "org.apache.kafka.tools.FeatureCommand", "describe")
+    features = dict(re.findall(r"^Feature: (\S+)\t(SupportedMinVersion: .*)$", out, re.M))
+    assert re.fullmatch(r"SupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: \d+",
+                        features["group.version"]), out
+    # Kafka 4.1 finalizes KIP-890 part 2 (level 2); ours stops at 1, transactions without it.
+    level = 1 if target == "ours" else 2
+    assert re.fullmatch(rf"SupportedMinVersion: 0\tSupportedMaxVersion: {level}\tFinalizedVersionLevel: {level}"
+                        r"\tEpoch: \d+", features["transaction.version"]), out
+
+
+def test_topics_are_described_in_pages_with_describe_topic_partitions(broker):
+    b, topic = broker.bootstrap, unique_topic("tools-paged")
+    tool(b, TOPICS, "--create", "--topic", topic, "--partitions", "5", "--replication-factor", "1")
+    # Through DescribeTopicPartitions: Elr and LastKnownElr are empty lists (Metadata gives N/A).
+    described = tool(b, TOPICS, "--describe", "--topic", topic, "--partition-size-limit-per-response", "2")
+    rows = re.findall(rf"^\tTopic: {topic}\tPartition: (\d)\tLeader: \d+\tReplicas: \d+\tIsr: \d+\tElr: \tLastKnownElr: $",
+                      described, re.M)
+    assert rows == ["0", "1", "2", "3", "4"], described
+    everything = tool(b, TOPICS, "--describe", "--partition-size-limit-per-response", "3")
+    assert len(re.findall(rf"^\tTopic: {topic}\tPartition: \d", everything, re.M)) == 5
+
+
+def test_client_metrics_resources_are_listed_and_none_are_configured(broker):
+    assert tool(broker.bootstrap, "org.apache.kafka.tools.ClientMetricsCommand", "--list").strip() == ""
+
+
+def test_metadata_quorum_is_described_by_kraft_only(broker, target):
+    code, out = run_tool(broker.bootstrap, "org.apache.kafka.tools.MetadataQuorumCommand", "describe", "--status")
+    if target == "kafka":
+        assert code == 0 and re.search(r"^ClusterId:\s+\S+", out, re.M), out
+    else:
+        # No controller quorum here: DescribeQuorum is not advertised, as a ZooKeeper-mode Kafka
+        # did not advertise it, and the tool says so (docs/admin-tools.md).
+        assert code != 0 and "The node does not support DESCRIBE_QUORUM" in out, out

@@ -80,6 +80,16 @@ def test_metrics_after_a_produce_and_consume_name_the_topic_and_the_bytes_moved(
         assert sample(text, "diskless_object_store_bytes_total", operation="put") >= bytes_in
         assert sample(text, "diskless_metastore_operation_duration_seconds_count", operation="put") >= 1
         assert sample(text, "diskless_produce_pending_bytes_limit") > 0
+        # Every stage of a produce and a fetch was observed, and a produce's stages add up to
+        # no more than the Produce requests took.
+        for stage in ("queue", "put", "commit", "response"):
+            assert sample(text, "diskless_produce_stage_duration_seconds_count", stage=stage) >= 1, stage
+        staged = sum(sample(text, "diskless_produce_stage_duration_seconds_sum", stage=stage)
+                     for stage in ("queue", "commit", "response"))
+        assert 0 < staged <= sample(text, "kafka_network_request_duration_seconds_sum", request="Produce")
+        for stage in ("wait", "read", "response"):
+            assert sample(text, "diskless_fetch_stage_duration_seconds_count", stage=stage) >= 1, stage
+        assert sample(text, "diskless_fetch_stage_duration_seconds_sum", stage="read") > 0
         # The consumer read what had just been written: from the write cache.
         assert sample(text, "diskless_cache_lookups_total", cache="write", result="hit") >= 1
         assert sample(text, "diskless_cache_bytes", cache="write") > 0
@@ -162,3 +172,75 @@ def test_json_logs_are_one_object_per_line_with_the_request_span(tmp_path):
     assert "principal" in span and "client_id" in span and "version" in span
     assert [s["name"] for s in created[0]["spans"]] == ["connection", "request"]
     assert created[0]["spans"][0]["listener"] == "PLAINTEXT"
+
+
+def consume_all_and_commit(bootstrap: str, topic: str, group: str, count: int) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    seen, deadline = 0, time.monotonic() + 30
+    while seen < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    assert seen == count
+
+
+def produce_to(bootstrap: str, topic: str, partition: int, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(count):
+        producer.produce(topic, value=b"v%d" % i, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def wait_for_sample(port: int, name: str, expected: float, **labels) -> str:
+    deadline = time.monotonic() + 20
+    while True:
+        _, text = get(port, "/metrics")
+        if sample(text, name, **labels) == expected or time.monotonic() > deadline:
+            return text
+        time.sleep(0.5)
+
+
+def test_consumer_lag_is_exported_per_group_and_partition_up_to_the_series_cap(tmp_path):
+    http_port = free_port()
+    broker = BrokerProcess("ours", tmp_path / "broker", settings={
+        "http.listen": f"127.0.0.1:{http_port}", "consumer.lag.interval.ms": 1000, "consumer.lag.max.series": 2})
+    broker.start()
+    try:
+        b = broker.bootstrap
+        one, two = create_topic(b, unique_topic("lag-one")), create_topic(b, unique_topic("lag-two"), partitions=2)
+        # Groups are exported by id: "a-..." fills the cap before "b-...".
+        first, second = unique_topic("a-lag"), unique_topic("b-lag")
+        produce_to(b, one, 0, 10)
+        consume_all_and_commit(b, one, first, 10)
+        produce_to(b, one, 0, 7)
+        produce_to(b, two, 0, 3)
+        produce_to(b, two, 1, 4)
+        consume_all_and_commit(b, two, second, 7)
+        text = wait_for_sample(http_port, "kafka_consumergroup_lag", 7, consumergroup=first, topic=one, partition=0)
+        assert sample(text, "kafka_consumergroup_lag", consumergroup=first, topic=one, partition=0) == 7, text
+        text = wait_for_sample(http_port, "diskless_consumergroup_lag_series_dropped", 1)
+        exported = re.findall(rf'^kafka_consumergroup_lag\{{consumergroup="{second}",topic="{two}",partition="(\d)"\}} 0$',
+                              text, re.M)
+        assert len(exported) == 1, text
+        assert sample(text, "diskless_consumergroup_lag_series_dropped") == 1
+    finally:
+        broker.stop()
+
+
+def test_consumer_lag_is_not_exported_when_switched_off(tmp_path):
+    http_port = free_port()
+    broker = BrokerProcess("ours", tmp_path / "broker", settings={
+        "http.listen": f"127.0.0.1:{http_port}", "consumer.lag.metrics": "false"})
+    broker.start()
+    try:
+        topic = create_topic(broker.bootstrap, unique_topic("lag-off"))
+        produce_to(broker.bootstrap, topic, 0, 3)
+        consume_all_and_commit(broker.bootstrap, topic, unique_topic("g"), 3)
+        _, text = get(http_port, "/metrics")
+        assert "kafka_consumergroup_lag" not in text
+    finally:
+        broker.stop()

@@ -28,6 +28,8 @@ pub struct Config {
     pub quota_window: crate::quotas::rate::QuotaWindow,
     /// The transaction coordinator's timeouts.
     pub transactions: crate::transactions::TxnConfig,
+    /// The consumer-group lag metric: on or off, its cap on series, its sampling interval.
+    pub consumer_lag: crate::metrics::LagConfig,
     /// `--listeners`, or the one PLAINTEXT listener of `--listen`; never empty.
     pub listeners: Vec<ListenerConfig>,
     /// The TLS setup, when a listener uses TLS.
@@ -167,6 +169,7 @@ impl Config {
                 ),
                 count: r.get(&crate::quotas::settings::QUOTA_WINDOW_NUM),
             },
+            consumer_lag: lag_config(r),
             storage,
             compactor,
         })
@@ -190,6 +193,15 @@ impl Config {
 
     pub fn storage_config(&self) -> storage::StorageConfig {
         self.storage.clone()
+    }
+}
+
+fn lag_config(r: &Resolved) -> crate::metrics::LagConfig {
+    use crate::metrics::settings as lag;
+    crate::metrics::LagConfig {
+        enabled: r.get(&lag::CONSUMER_LAG_METRICS),
+        max_series: r.get(&lag::CONSUMER_LAG_MAX_SERIES),
+        interval: std::time::Duration::from_millis(r.get(&lag::CONSUMER_LAG_INTERVAL_MS)),
     }
 }
 

@@ -52,7 +52,13 @@ pub fn schema() -> Schema {
         .group("Listener and cluster", NODE.iter().copied())
         .group("TLS", crate::tls::settings::TLS.iter().copied())
         .group("Data", LOCATION.iter().copied())
-        .group("Metrics and health", OBSERVABILITY.iter().copied())
+        .group(
+            "Metrics and health",
+            OBSERVABILITY
+                .iter()
+                .chain(crate::metrics::settings::CONSUMER_LAG)
+                .copied(),
+        )
         .group("Topics", TOPICS.iter().copied())
         .group("Connections", CONNECTIONS.iter().copied())
         .group("Authorization", AUTHORIZATION.iter().copied())

@@ -1,5 +1,7 @@
-//! ApiVersions: the table from `protocol::versions`. Feature fields stay at their defaults so
-//! the encoder omits them (librdkafka 2.0.2 mis-parses them otherwise).
+//! ApiVersions: the table from `protocol::versions` and, from v3, the feature flags of
+//! `protocol::features` in the tagged fields Kafka 4.1 sends. `zk_migration_ready` stays at its
+//! default so the encoder omits it, as Kafka does: librdkafka 2.0.2 mis-parses tagged fields
+//! written at their defaults.
 
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::ResponseError;
@@ -11,7 +13,10 @@ pub fn handle(
     sasl_listener: bool,
 ) -> ApiVersionsResponse {
     let response = ApiVersionsResponse::default()
-        .with_api_keys(protocol::versions::api_versions_table_on(sasl_listener));
+        .with_api_keys(protocol::versions::api_versions_table_on(sasl_listener))
+        .with_supported_features(protocol::features::supported_features(version))
+        .with_finalized_features_epoch(protocol::features::FINALIZED_FEATURES_EPOCH)
+        .with_finalized_features(protocol::features::finalized_features());
     if version >= 3
         && !(valid_software_field(&request.client_software_name)
             && valid_software_field(&request.client_software_version))

@@ -76,15 +76,27 @@ pub async fn handle(
     };
     // Refused partitions do not end the wait, as in Kafka; with nothing else to read, the
     // answer goes at once.
+    let mut stages = crate::metrics::FetchStages::default();
     let mut results = if plan.targets.is_empty() && !denied.is_empty() {
         Vec::new()
     } else {
-        long_poll(broker, &plan, limits).await
+        long_poll(broker, &plan, limits, &mut stages).await
     };
     results.extend(denied);
+    let bytes = results.iter().map(|r| r.bytes() as u64).sum();
+    let user = context.principal.name.as_str();
+    let throttle = broker
+        .quotas
+        .fetch(user, &context.client_id, bytes, context.peer);
+    if !throttle.is_zero() {
+        return throttled(broker, &plan, throttle);
+    }
+    let responding = std::time::Instant::now();
+    let responses = respond(broker, &plan, results, read_committed);
+    stages.record(responding.elapsed());
     FetchResponse::default()
         .with_session_id(plan.session_id)
-        .with_responses(respond(broker, &plan, results, read_committed))
+        .with_responses(responses)
 }
 
 /// Takes out of the plan the partitions the principal may not read (READ on each topic; a
@@ -168,9 +180,28 @@ fn plan(broker: &Broker, version: i16, request: &FetchRequest) -> Result<Plan, R
     )
 }
 
+/// Kafka's answer to a fetch over its quota: no partitions, the throttle time, and the
+/// session only if it already existed (a session this request would have opened is not).
+fn throttled(broker: &Broker, plan: &Plan, throttle: Duration) -> FetchResponse {
+    let session_id = if plan.incremental {
+        plan.session_id
+    } else {
+        broker.fetch_sessions.forget(plan.session_id);
+        0
+    };
+    FetchResponse::default()
+        .with_throttle_time_ms(crate::quotas::throttle_ms(throttle))
+        .with_session_id(session_id)
+}
+
 /// Reads the targets; at the end of the log, waits for a commit to one of them until
 /// `min_bytes` arrived or the wait is over.
-async fn long_poll(broker: &Broker, plan: &Plan, limits: Limits) -> Vec<PartitionResult> {
+async fn long_poll(
+    broker: &Broker,
+    plan: &Plan,
+    limits: Limits,
+    stages: &mut crate::metrics::FetchStages,
+) -> Vec<PartitionResult> {
     let deadline = Instant::now() + limits.wait;
     loop {
         // Subscribe before reading so a commit between the read and the wait still wakes us.
@@ -184,19 +215,26 @@ async fn long_poll(broker: &Broker, plan: &Plan, limits: Limits) -> Vec<Partitio
                 }
             }
         }
-        let results = read_targets(broker, &plan.targets, limits).await;
+        let results = stages
+            .read(read_targets(broker, &plan.targets, limits))
+            .await;
         let bytes: usize = results.iter().map(PartitionResult::bytes).sum();
         let has_error = results.iter().any(|r| r.error.is_some());
         if bytes >= limits.min_bytes || has_error || Instant::now() >= deadline {
             return results;
         }
+        let read_again = || read_targets(broker, &plan.targets, limits);
         if watches.is_empty() {
-            tokio::time::sleep_until(deadline).await;
-            return read_targets(broker, &plan.targets, limits).await;
+            stages.wait(tokio::time::sleep_until(deadline)).await;
+            return stages.read(read_again()).await;
         }
         let changed = select_all(watches.iter_mut().map(|w| Box::pin(w.changed())));
-        if tokio::time::timeout_at(deadline, changed).await.is_err() {
-            return read_targets(broker, &plan.targets, limits).await;
+        if stages
+            .wait(tokio::time::timeout_at(deadline, changed))
+            .await
+            .is_err()
+        {
+            return stages.read(read_again()).await;
         }
     }
 }

@@ -23,6 +23,7 @@ mod describe_cluster;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
+mod describe_topic_partitions;
 mod describe_transactions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
@@ -33,6 +34,7 @@ mod heartbeat;
 mod init_producer_id;
 mod join_group;
 mod leave_group;
+mod list_config_resources;
 mod list_groups;
 mod list_offsets;
 mod list_transactions;
@@ -120,27 +122,17 @@ pub async fn handle(
         }
     };
     let started = std::time::Instant::now();
-    let mut served = serve(broker, request, produce_ticket, session)
-        .instrument(span)
-        .await;
-    match (&mut served, produce_throttle) {
-        (Ok(Some(ResponseKind::Produce(r))), Some(throttle)) => {
-            r.throttle_time_ms = throttle_ms(throttle);
-        }
-        (Ok(Some(ResponseKind::Fetch(r))), _) => {
-            let bytes = r
-                .responses
-                .iter()
-                .flat_map(|t| t.partitions.iter())
-                .filter_map(|p| p.records.as_ref().map(|b| b.len() as u64))
-                .sum();
-            let throttle =
-                broker
-                    .quotas
-                    .record(QuotaKind::Fetch, user, &client_id, bytes, session.peer);
-            r.throttle_time_ms = throttle_ms(throttle);
-        }
-        _ => {}
+    // A Produce's appends report when they became durable: its `response` stage starts there.
+    let (mut served, durable_at) = storage::wal::stages::durable_at(
+        serve(broker, request, produce_ticket, session).instrument(span),
+    )
+    .await;
+    if matches!(served, Ok(Some(ResponseKind::Produce(_)))) {
+        crate::metrics::produce_answered(durable_at);
+    }
+    // A Fetch applies its quota itself: a throttled one is answered empty (`fetch::handle`).
+    if let (Ok(Some(ResponseKind::Produce(r))), Some(throttle)) = (&mut served, produce_throttle) {
+        r.throttle_time_ms = throttle_ms(throttle);
     }
     let response = served.as_ref().ok().and_then(Option::as_ref);
     crate::metrics::record_request(api_key, started.elapsed(), response);
@@ -282,6 +274,15 @@ impl Call<'_> {
             }
             RequestKind::Metadata(r) => ResponseKind::Metadata(
                 metadata::handle(broker, self.context, version, client_zone(self.header), r).await,
+            ),
+            RequestKind::DescribeTopicPartitions(r) => ResponseKind::DescribeTopicPartitions(
+                describe_topic_partitions::handle(
+                    broker,
+                    self.context,
+                    client_zone(self.header),
+                    r,
+                )
+                .await,
             ),
             RequestKind::DescribeCluster(r) => {
                 ResponseKind::DescribeCluster(describe_cluster::handle(broker, self.context, r))
@@ -441,6 +442,9 @@ impl Call<'_> {
             }
             RequestKind::AlterClientQuotas(r) => ResponseKind::AlterClientQuotas(
                 alter_client_quotas::handle(broker, context, r).await,
+            ),
+            RequestKind::ListConfigResources(r) => ResponseKind::ListConfigResources(
+                list_config_resources::handle(broker, context, self.version, &r),
             ),
             RequestKind::DescribeLogDirs(r) => ResponseKind::DescribeLogDirs(
                 describe_log_dirs::handle(

@@ -38,6 +38,13 @@ fn data(response: &ResponseKind) -> Option<Vec<i16>> {
             })
             .collect(),
         ResponseKind::ApiVersions(r) => vec![r.error_code],
+        ResponseKind::DescribeTopicPartitions(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| {
+                std::iter::once(t.error_code).chain(t.partitions.iter().map(|p| p.error_code))
+            })
+            .collect(),
         ResponseKind::DeleteRecords(r) => r
             .topics
             .iter()
@@ -139,6 +146,7 @@ fn admin(response: &ResponseKind) -> Option<Vec<i16>> {
         ResponseKind::CreateAcls(r) => r.results.iter().map(|t| t.error_code).collect(),
         ResponseKind::DeleteAcls(r) => r.filter_results.iter().map(|t| t.error_code).collect(),
         ResponseKind::DescribeClientQuotas(r) => vec![r.error_code],
+        ResponseKind::ListConfigResources(r) => vec![r.error_code],
         ResponseKind::AlterClientQuotas(r) => r.entries.iter().map(|e| e.error_code).collect(),
         ResponseKind::OffsetForLeaderEpoch(r) => r
             .topics
@@ -220,6 +228,9 @@ mod tests {
             ApiKey::Fetch => ResponseKind::Fetch(Default::default()),
             ApiKey::ListOffsets => ResponseKind::ListOffsets(Default::default()),
             ApiKey::Metadata => ResponseKind::Metadata(Default::default()),
+            ApiKey::DescribeTopicPartitions => {
+                ResponseKind::DescribeTopicPartitions(Default::default())
+            }
             ApiKey::ApiVersions => ResponseKind::ApiVersions(Default::default()),
             ApiKey::CreateTopics => ResponseKind::CreateTopics(Default::default()),
             ApiKey::DeleteTopics => ResponseKind::DeleteTopics(Default::default()),
@@ -261,6 +272,7 @@ mod tests {
             ApiKey::DeleteAcls => ResponseKind::DeleteAcls(Default::default()),
             ApiKey::DescribeClientQuotas => ResponseKind::DescribeClientQuotas(Default::default()),
             ApiKey::DescribeLogDirs => ResponseKind::DescribeLogDirs(Default::default()),
+            ApiKey::ListConfigResources => ResponseKind::ListConfigResources(Default::default()),
             ApiKey::AlterClientQuotas => ResponseKind::AlterClientQuotas(Default::default()),
             ApiKey::OffsetForLeaderEpoch => ResponseKind::OffsetForLeaderEpoch(Default::default()),
             ApiKey::ElectLeaders => ResponseKind::ElectLeaders(Default::default()),

@@ -32,6 +32,10 @@ pub struct Entity {
     pub ip: Option<Name>,
 }
 
+/// Longest name an entity may have, in bytes (as a SCRAM user name): every broker holds every
+/// entity in memory, and Kafka itself sets no bound.
+pub const NAME_BYTES_MAX: usize = 1024;
+
 pub const USER: &str = "user";
 pub const CLIENT_ID: &str = "client-id";
 pub const IP: &str = "ip";
@@ -71,6 +75,11 @@ impl Entity {
             if slot.is_some() {
                 return Err(format!(
                     "Duplicate {entity_type} entity type in client quota entity"
+                ));
+            }
+            if name.is_some_and(|n| n.len() > NAME_BYTES_MAX) {
+                return Err(format!(
+                    "The {entity_type} name of a client quota entity is longer than {NAME_BYTES_MAX} bytes"
                 ));
             }
             *slot = Some(Name::from_wire(name));
@@ -154,6 +163,15 @@ mod tests {
         assert!(Entity::from_components([(USER, None), (USER, Some("b"))]).is_err());
         assert!(Entity::from_components([("topic", Some("t"))]).is_err());
         assert!(Entity::from_components([(IP, Some("not an ip"))]).is_err());
+    }
+
+    #[test]
+    fn names_longer_than_the_cap_are_refused() {
+        let longest = "u".repeat(NAME_BYTES_MAX);
+        assert!(Entity::from_components([(USER, Some(longest.as_str()))]).is_ok());
+        let longer = "c".repeat(NAME_BYTES_MAX + 1);
+        let refused = Entity::from_components([(CLIENT_ID, Some(longer.as_str()))]);
+        assert!(refused.is_err_and(|e| e.contains("longer than 1024 bytes")));
     }
 
     #[test]

@@ -104,6 +104,10 @@ impl Quotas {
     /// user and default client, user, default user and client, default user and default
     /// client, default user, client, default client.
     fn resolve(&self, kind: QuotaKind, user: &str, client_id: &str) -> Option<(f64, SensorKey)> {
+        // No quota anywhere (the usual case): nothing to look up, nothing to allocate.
+        if self.store.is_empty() {
+            return None;
+        }
         let named = |n: &str| Some(Name::Named(n.to_string()));
         let levels = [
             (named(user), named(client_id)),
@@ -164,7 +168,7 @@ impl Quotas {
                     Some(until) if *until > now => Err(*until),
                     _ => {
                         muted.remove(&peer);
-                        Ok(self.measure(&sensor, bytes, now, quota))
+                        Ok(self.measure(&sensor, bytes, now, quota, Rate::record))
                     }
                 }
             };
@@ -178,26 +182,28 @@ impl Quotas {
         }
     }
 
-    /// Records `bytes` of `kind` traffic already served (a fetch response) and mutes `peer`
-    /// for the throttle time it earns.
-    pub fn record(
-        &self,
-        kind: QuotaKind,
-        user: &str,
-        client_id: &str,
-        bytes: u64,
-        peer: SocketAddr,
-    ) -> Duration {
+    /// A fetch response of `bytes` about to be sent, as Kafka's fetch quota sees it: counted
+    /// when it may go, or, when it would pass the quota, not counted, `peer` muted for the
+    /// throttle time, and the response sent empty (the caller's part).
+    pub fn fetch(&self, user: &str, client_id: &str, bytes: u64, peer: SocketAddr) -> Duration {
+        let kind = QuotaKind::Fetch;
         let Some((quota, sensor)) = self.resolve(kind, user, client_id) else {
             return Duration::ZERO;
         };
         let now = Instant::now();
-        let throttle = self.measure(&sensor, bytes, now, quota);
+        let throttle = self.measure(&sensor, bytes, now, quota, Rate::record_unless_throttled);
         self.throttled(kind, peer, throttle, now);
         throttle
     }
 
-    fn measure(&self, sensor: &SensorKey, bytes: u64, now: Instant, quota: f64) -> Duration {
+    fn measure(
+        &self,
+        sensor: &SensorKey,
+        bytes: u64,
+        now: Instant,
+        quota: f64,
+        record: fn(&mut Rate, f64, Instant, f64) -> Duration,
+    ) -> Duration {
         #[allow(clippy::cast_precision_loss)] // byte counts far below 2^52
         let amount = bytes as f64;
         let mut sensors = self.sensors.lock().unwrap_or_else(|e| e.into_inner());
@@ -213,10 +219,10 @@ impl Quotas {
             return Duration::ZERO;
         }
         let window = self.window;
-        sensors
+        let rate = sensors
             .entry(sensor.clone())
-            .or_insert_with(|| Rate::new(window))
-            .record(amount, now, quota)
+            .or_insert_with(|| Rate::new(window));
+        record(rate, amount, now, quota)
     }
 
     fn throttled(&self, kind: QuotaKind, peer: SocketAddr, throttle: Duration, now: Instant) {

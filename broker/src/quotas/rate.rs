@@ -59,6 +59,18 @@ impl Rate {
             .min(self.window.size)
     }
 
+    /// Like [`Rate::record`], but a throttled amount is taken back out: Kafka's fetch, which
+    /// answers a throttled fetch empty and so uncounts the bytes it did not send.
+    pub fn record_unless_throttled(&mut self, amount: f64, now: Instant, quota: f64) -> Duration {
+        let throttle = self.record(amount, now, quota);
+        if !throttle.is_zero() {
+            if let Some((_, total)) = self.samples.last_mut() {
+                *total -= amount;
+            }
+        }
+        throttle
+    }
+
     fn horizon(&self) -> Duration {
         self.window.size * u32::try_from(self.window.count).unwrap_or(u32::MAX)
     }
@@ -117,6 +129,16 @@ mod tests {
         let mut rate = Rate::new(QuotaWindow::default());
         let throttle = rate.record(1e12, Instant::now(), 1.0);
         assert_eq!(throttle, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_throttled_amount_that_was_not_sent_is_not_counted() {
+        let mut rate = Rate::new(QuotaWindow::default());
+        let now = Instant::now();
+        let throttle = rate.record_unless_throttled(20_000.0, now, 1000.0);
+        assert!(!throttle.is_zero());
+        // Nothing was counted: 9,000 bytes over the 10 s span are under the quota.
+        assert_eq!(rate.record(9_000.0, now, 1000.0), Duration::ZERO);
     }
 
     #[test]

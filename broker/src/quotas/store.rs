@@ -67,6 +67,9 @@ type Cache = BTreeMap<Entity, Values>;
 pub struct QuotaStore {
     meta: Arc<dyn MetaStore>,
     cache: RwLock<Cache>,
+    /// Whether `cache` holds no entity, kept in step by every write: with no quota set, as on
+    /// most clusters, a request learns that without taking the lock (see [`QuotaStore::is_empty`]).
+    empty: std::sync::atomic::AtomicBool,
 }
 
 impl QuotaStore {
@@ -75,6 +78,7 @@ impl QuotaStore {
         let store = Arc::new(QuotaStore {
             meta: meta.clone(),
             cache: RwLock::new(Cache::new()),
+            empty: std::sync::atomic::AtomicBool::new(true),
         });
         // Subscribe before the scan so that no change falls between the two.
         let mut notifications = meta.notifications().await?;
@@ -187,10 +191,46 @@ impl QuotaStore {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Cache> {
-        self.cache
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn write(&self) -> CacheWrite<'_> {
+        CacheWrite {
+            cache: self
+                .cache
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            empty: &self.empty,
+        }
+    }
+
+    /// No quota is set for any entity.
+    pub fn is_empty(&self) -> bool {
+        self.empty.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// The cache held for writing; releasing it records whether it is empty.
+struct CacheWrite<'a> {
+    cache: std::sync::RwLockWriteGuard<'a, Cache>,
+    empty: &'a std::sync::atomic::AtomicBool,
+}
+
+impl std::ops::Deref for CacheWrite<'_> {
+    type Target = Cache;
+    fn deref(&self) -> &Cache {
+        &self.cache
+    }
+}
+
+impl std::ops::DerefMut for CacheWrite<'_> {
+    fn deref_mut(&mut self) -> &mut Cache {
+        &mut self.cache
+    }
+}
+
+impl Drop for CacheWrite<'_> {
+    fn drop(&mut self) {
+        let empty = self.cache.is_empty();
+        self.empty
+            .store(empty, std::sync::atomic::Ordering::Release);
     }
 }
 
@@ -245,5 +285,28 @@ mod tests {
             ),
             "quotas/user=alice,client-id=<default>"
         );
+    }
+
+    #[tokio::test]
+    async fn the_store_knows_when_no_quota_is_set() {
+        let meta: Arc<dyn MetaStore> =
+            Arc::new(metastore::MemoryMetaStore::open(Default::default()));
+        let store = QuotaStore::open(meta)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(store.is_empty());
+        let entity =
+            Entity::from_components([(USER, Some("alice"))]).unwrap_or_else(|e| panic!("{e}"));
+        let values: Values = [("producer_byte_rate".to_string(), 1024.0)].into();
+        store
+            .set(&entity, values)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!store.is_empty());
+        store
+            .set(&entity, Values::new())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(store.is_empty());
     }
 }

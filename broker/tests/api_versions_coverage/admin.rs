@@ -145,6 +145,30 @@ pub async fn api_versions(ctx: &mut Ctx, version: i16) {
         .map(|&(api, min, max)| (api as i16, min, max))
         .collect();
     assert_eq!(listed, table);
+    api_versions_features(&response, version);
+}
+
+/// Feature flags are tagged fields, so v3 on; the ranges starting at 0 from v4 only.
+fn api_versions_features(response: &ApiVersionsResponse, version: i16) {
+    let finalized: Vec<(String, i16, i16)> = response
+        .finalized_features
+        .iter()
+        .map(|f| (f.name.to_string(), f.min_version_level, f.max_version_level))
+        .collect();
+    let supported: Vec<(String, i16, i16)> = response
+        .supported_features
+        .iter()
+        .map(|f| (f.name.to_string(), f.min_version, f.max_version))
+        .collect();
+    if version < 3 {
+        assert!(finalized.is_empty() && supported.is_empty());
+        return;
+    }
+    assert_eq!(response.finalized_features_epoch, 1);
+    assert!(finalized.contains(&("transaction.version".into(), 1, 1)));
+    assert!(finalized.contains(&("group.version".into(), 1, 1)));
+    let group_range = ("group.version".to_string(), 0, 1);
+    assert_eq!(supported.contains(&group_range), version >= 4);
 }
 
 fn create_request(topic: &str, partitions: i32, configs: &[(&str, &str)]) -> CreateTopicsRequest {

@@ -27,6 +27,7 @@ mod common;
 
 mod acls;
 mod admin;
+mod config_resources;
 mod consumer;
 mod ctx;
 mod fetch;
@@ -37,6 +38,7 @@ mod offsets;
 mod produce;
 mod sasl;
 mod scram;
+mod topic_partitions;
 mod transactions;
 
 use std::collections::BTreeSet;
@@ -66,6 +68,8 @@ coverage_tests! {
     fetch_reads_them_back_at_every_version => Fetch,
     list_offsets_finds_offsets_by_time_at_every_version => ListOffsets,
     metadata_describes_topics_and_brokers_at_every_version => Metadata,
+    describe_topic_partitions_pages_by_cursor_at_every_version => DescribeTopicPartitions,
+    list_config_resources_lists_topics_and_brokers_at_every_version => ListConfigResources,
     api_versions_lists_the_table_at_every_version => ApiVersions,
     create_topics_creates_at_every_version => CreateTopics,
     delete_topics_deletes_at_every_version => DeleteTopics,
@@ -177,6 +181,10 @@ async fn scenario(ctx: &mut Ctx, api: ApiKey, version: i16) {
         ApiKey::Fetch => fetch::scenario(ctx, version).await,
         ApiKey::ListOffsets => list_offsets::scenario(ctx, version).await,
         ApiKey::Metadata => admin::metadata(ctx, version).await,
+        ApiKey::ListConfigResources => config_resources::list_config_resources(ctx, version).await,
+        ApiKey::DescribeTopicPartitions => {
+            topic_partitions::describe_topic_partitions(ctx, version).await
+        }
         ApiKey::ApiVersions => admin::api_versions(ctx, version).await,
         ApiKey::CreateTopics => admin::create_topics(ctx, version).await,
         ApiKey::DeleteTopics => admin::delete_topics(ctx, version).await,

@@ -320,4 +320,25 @@ pub async fn alter_client_quotas(ctx: &mut Ctx, version: i16) {
         DescribeClientQuotas
     );
     assert!(described(response).is_empty());
+    // A name longer than the entity name cap (1024 bytes) is refused, as a bad value is.
+    let long_name = EntryData::default()
+        .with_entity(vec![EntityData::default()
+            .with_entity_type(s("client-id"))
+            .with_entity_name(Some(s(&"c".repeat(1025))))])
+        .with_ops(vec![OpData::default()
+            .with_key(s("consumer_byte_rate"))
+            .with_value(1024.0)]);
+    let refused = expect_kind!(
+        ctx.call(
+            ApiKey::AlterClientQuotas,
+            version,
+            alter(vec![long_name], false)
+        )
+        .await,
+        AlterClientQuotas
+    );
+    assert_eq!(
+        refused.entries[0].error_code,
+        ResponseError::InvalidRequest.code()
+    );
 }

@@ -15,6 +15,8 @@ mod common;
 
 mod acls;
 mod admin;
+mod config_resources;
 mod data;
 mod groups;
 mod harness;
+mod topic_partitions;

@@ -63,6 +63,7 @@ impl PendingAppend {
             Ok(Err(_)) => Err(StorageError::ShuttingDown),
             Ok(Ok(result)) => {
                 let appended = result?;
+                crate::wal::stages::mark_durable(appended.durable_at);
                 Ok(AppendOutcome {
                     base_offset: appended.base_offset,
                     end_offset: appended.end_offset,

@@ -2,4 +2,5 @@
 //! from many streams into objects.
 
 pub mod format;
+pub mod stages;
 pub(crate) mod writer;

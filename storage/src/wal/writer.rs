@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use object_store::path::Path;
@@ -23,6 +23,7 @@ use crate::config::StorageConfig;
 use crate::error::StorageError;
 use crate::index::{BatchMeta, FileType, Index, IndexEntry, LocatedEntry};
 use crate::wal::format::{self, SliceEntry, SliceSpec};
+use crate::wal::stages;
 
 /// What an append learns once durable: the offsets it was given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +31,8 @@ pub struct Appended {
     pub base_offset: u64,
     /// Exclusive.
     pub end_offset: u64,
+    /// When its index commit succeeded (where the broker's `response` stage starts).
+    pub durable_at: Instant,
 }
 
 /// Called after each successful index commit, in commit order per stream, before the appends
@@ -52,6 +55,8 @@ struct PendingAppend {
     payload: Bytes,
     batches: Vec<BatchMeta>,
     done: oneshot::Sender<Result<Appended, StorageError>>,
+    /// When it was admitted: its `queue` stage ends when its segment is cut.
+    admitted: Instant,
     _admission: Admission,
 }
 
@@ -78,9 +83,11 @@ struct SegmentSlice {
 struct CutSegment {
     object_key: String,
     slices: Vec<SegmentSlice>,
-    /// The encoded object and its directory, once the PUT succeeded.
-    put: JoinHandle<Result<(Bytes, Vec<SliceEntry>), StorageError>>,
+    put: JoinHandle<Result<Written, StorageError>>,
 }
+
+/// The encoded object and its directory, once the PUT succeeded, and when it did.
+type Written = (Bytes, Vec<SliceEntry>, Instant);
 
 pub struct WalWriter {
     config: StorageConfig,
@@ -163,6 +170,7 @@ impl WalWriter {
                 payload,
                 batches,
                 done,
+                admitted: Instant::now(),
                 _admission: admission,
             });
             buffer.bytes += bytes;
@@ -331,6 +339,10 @@ async fn flush_loop(
             }
         }
         for slices in writer.cut() {
+            let cut_at = Instant::now();
+            for append in slices.iter().flat_map(|s| &s.appends) {
+                stages::observe("queue", cut_at.saturating_duration_since(append.admitted));
+            }
             let permit = match puts_in_flight.clone().acquire_owned().await {
                 Ok(permit) => permit,
                 Err(_) => return,
@@ -354,13 +366,15 @@ async fn flush_loop(
                             PutPayload::from(object.clone()),
                         )
                         .await?;
+                    let put_at = Instant::now();
+                    stages::observe("put", put_at.saturating_duration_since(cut_at));
                     tracing::debug!(
                         object_key = %object_key,
                         bytes = object.len(),
                         elapsed_ms = crate::clock::duration_ms(started.elapsed()),
                         "wal object written"
                     );
-                    Ok((object, directory))
+                    Ok((object, directory, put_at))
                 })
             };
             if segments
@@ -422,7 +436,7 @@ async fn commit_loop(
             Ok(result) => result,
             Err(e) => Err(StorageError::WriteFailed(format!("put task failed: {e}"))),
         };
-        let (object, directory) = match result {
+        let (object, directory, put_at) = match result {
             Ok(ok) => ok,
             Err(e) => {
                 tracing::warn!(object_key = %segment.object_key, error = %e, "wal object write failed");
@@ -466,6 +480,7 @@ async fn commit_loop(
                     let _ = previous.await;
                 }
                 commit_slice(&index, &stream, entry, slice.appends, &on_commit).await;
+                stages::observe("commit", put_at.elapsed());
             });
             in_flight.insert(slice.stream, task);
         }
@@ -486,12 +501,14 @@ async fn commit_slice(
     match index.commit(stream, &entry).await {
         Ok(located) => {
             on_commit(stream, &located);
+            let durable_at = Instant::now();
             let mut base_offset = located.base_offset;
             for append in appends {
                 let end_offset = base_offset + append.records();
                 let _ = append.done.send(Ok(Appended {
                     base_offset,
                     end_offset,
+                    durable_at,
                 }));
                 base_offset = end_offset;
             }
@@ -577,6 +594,7 @@ mod tests {
                 producer: None,
             }],
             done: oneshot::channel().0,
+            admitted: Instant::now(),
             _admission: Admission {
                 bytes: len,
                 pending,

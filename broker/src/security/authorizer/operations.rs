@@ -64,6 +64,8 @@ rules! {
         "else each unknown topic to auto-create";
     METADATA_CLUSTER_OPERATIONS: Metadata, Describe, Cluster, None,
         "v8-10 `include_cluster_authorized_operations`: without it, 0";
+    DESCRIBE_TOPIC_PARTITIONS: DescribeTopicPartitions, Describe, Topic, TOPIC_FAILED,
+        "each topic named (refused ones are listed with the error and no id); all-topics requests silently leave out the others";
     CREATE_TOPICS_CLUSTER: CreateTopics, Create, Cluster, None, "allows every topic";
     CREATE_TOPICS: CreateTopics, Create, Topic, TOPIC_FAILED,
         "else each topic (`Authorization failed.`)";
@@ -153,6 +155,8 @@ rules! {
         "the request refused";
     ALTER_USER_SCRAM_CREDENTIALS: AlterUserScramCredentials, Alter, Cluster, CLUSTER_FAILED,
         "every user of the request refused";
+    LIST_CONFIG_RESOURCES: ListConfigResources, DescribeConfigs, Cluster, CLUSTER_FAILED,
+        "the request refused";
     DESCRIBE_USER_SCRAM_CREDENTIALS: DescribeUserScramCredentials, Describe, Cluster, CLUSTER_FAILED,
         "the request refused";
 }
