@@ -2,8 +2,10 @@
 //! (`LogCleaner.shouldRetainRecord`, `MemoryRecords.filterTo`):
 //!
 //! - batches at or above the clean end (not mapped yet), control and transactional batches
-//!   pass untouched (no transactions yet; Kafka's rules for them need only the batch fields
-//!   the files already keep);
+//!   pass untouched, and neither of the last two is mapped ([`maps_keys`]): a transaction's
+//!   record may be aborted, or not yet decided, so it never makes an older record of its key
+//!   go (Kafka maps committed ones; keeping more is the safe side), and a marker's key is not a
+//!   record key;
 //! - below it, a record goes when a later record of its key is mapped, when it has no key
 //!   (Kafka's cleaner drops those too), or when it is a tombstone whose batch's delete horizon
 //!   has passed;
@@ -34,6 +36,12 @@ pub struct Retained {
     pub removed: u64,
     /// The delete horizon of tombstones kept below the clean end, if any.
     pub tombstones_due_ms: Option<i64>,
+}
+
+/// Whether the records of `batch` enter the key map: not those of control batches (markers)
+/// or transactional ones (their outcome is not in the batch).
+pub fn maps_keys(batch: &DecodedBatch) -> bool {
+    !batch.header.is_control() && !batch.header.is_transactional()
 }
 
 pub fn retain(base_offset: u64, mut batch: DecodedBatch, rules: &RetainRules<'_>) -> Retained {
@@ -223,5 +231,15 @@ mod tests {
         let got = retain(0, batch(&[(Some("a"), Some("1"))]), &rules(&map, 0));
         assert!(got.batch.is_none());
         assert_eq!(got.removed, 1);
+    }
+
+    #[test]
+    fn transactional_and_control_batches_never_shadow_older_records() {
+        let mut plain = batch(&[(Some("k"), Some("v"))]);
+        assert!(maps_keys(&plain));
+        plain.header.attributes = 0x10;
+        assert!(!maps_keys(&plain), "transactional");
+        plain.header.attributes = 0x30;
+        assert!(!maps_keys(&plain), "a marker");
     }
 }

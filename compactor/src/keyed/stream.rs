@@ -191,6 +191,9 @@ impl KeyCompactor<'_> {
                     if !map.has_room_for(batch.records.len()) && !map.is_empty() {
                         return Ok((map, base));
                     }
+                    if !super::retain::maps_keys(&batch) {
+                        continue;
+                    }
                     for r in &batch.records {
                         if let Some(key) = r.key.as_deref() {
                             map.put(key, base + u64::try_from(r.offset_delta).unwrap_or(0));
