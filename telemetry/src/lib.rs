@@ -10,7 +10,9 @@ pub mod registry;
 pub mod sampled;
 
 pub use prometheus_client;
-pub use registry::{counter_family, encode, gauge, gauge_family, histogram_family, LatencyFamily};
+pub use registry::{
+    counter, counter_family, encode, gauge, gauge_family, histogram_family, LatencyFamily,
+};
 
 static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 

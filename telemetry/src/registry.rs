@@ -59,6 +59,13 @@ where
     family
 }
 
+/// One counter; `name` without `_total`.
+pub fn counter(name: &str, help: &str) -> Counter {
+    let counter = Counter::default();
+    registry().register(name, help, counter.clone());
+    counter
+}
+
 /// One gauge.
 pub fn gauge(name: &str, help: &str) -> Gauge {
     let gauge = Gauge::default();

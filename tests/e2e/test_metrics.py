@@ -106,6 +106,35 @@ def test_metrics_after_a_produce_and_consume_name_the_topic_and_the_bytes_moved(
         broker.stop()
 
 
+def test_transactions_are_counted_by_outcome_with_their_markers(tmp_path):
+    http_port = free_port()
+    broker = BrokerProcess("ours", tmp_path / "broker", settings={"http.listen": f"127.0.0.1:{http_port}"})
+    broker.start()
+    try:
+        topic = create_topic(broker.bootstrap, unique_topic("txn-metrics"), partitions=2)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": unique_topic("tx")})
+        producer.init_transactions(30)
+        for commit in (True, False, True):
+            producer.begin_transaction()
+            for partition in (0, 1):
+                producer.produce(topic, value=b"v", partition=partition)
+            producer.flush(30)
+            if commit:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+        status, text = get(http_port, "/metrics")
+        assert status == 200
+        assert sample(text, "diskless_transactions_completed_total", outcome="commit") == 2
+        assert sample(text, "diskless_transactions_completed_total", outcome="abort") == 1
+        assert sample(text, "diskless_transaction_markers_written_total", outcome="commit") == 4
+        assert sample(text, "diskless_transaction_markers_written_total", outcome="abort") == 2
+        assert sample(text, "diskless_transaction_completion_duration_seconds_count", outcome="commit") == 2
+        assert sample(text, "diskless_transactions_timed_out_total") == 0
+    finally:
+        broker.stop()
+
+
 def test_an_unknown_topic_request_is_counted_under_its_error_code(tmp_path):
     http_port = free_port()
     broker = BrokerProcess("ours", tmp_path / "broker",

@@ -11,6 +11,7 @@ mod response_errors;
 pub mod settings;
 mod stages;
 mod topics;
+mod transactions;
 
 pub use connections::connection_opened;
 pub use gauges::{register_broker_gauges, spawn_group_sampler};
@@ -18,6 +19,7 @@ pub use lag::{spawn_lag_sampler, LagConfig};
 pub use requests::record_request;
 pub use stages::{produce_answered, FetchStages};
 pub use topics::{fetched, produced};
+pub use transactions::{marker_written, transaction_completed, transaction_timed_out};
 
 /// Lists every metric before the first event, so a scrape shows each family from the start.
 pub fn register() {
@@ -29,4 +31,5 @@ pub fn register() {
     crate::slots::register_metrics();
     connections::register();
     crate::quotas::register_metrics();
+    transactions::register();
 }

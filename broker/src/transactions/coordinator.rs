@@ -281,6 +281,7 @@ pub async fn abort_timed_out(
             producer_id = state.producer_id,
             "aborting a transaction past its timeout"
         );
+        crate::metrics::transaction_timed_out();
     }
     complete(broker, transactional_id).await
 }
@@ -328,8 +329,11 @@ pub async fn complete(broker: &Arc<Broker>, transactional_id: &str) -> Result<()
     } else {
         Status::CompleteAbort
     };
+    let decided_ms = now.updated_ms;
     now.updated_ms = now_ms();
     txns.store(transactional_id, &now, Some(version)).await?;
+    let took = std::time::Duration::from_millis(now.updated_ms.saturating_sub(decided_ms));
+    crate::metrics::transaction_completed(commit, took);
     tracing::debug!(transactional_id, commit, "transaction complete");
     Ok(())
 }

@@ -182,6 +182,7 @@ pub async fn write_marker(
     }
     forget_entry(broker, stream, producer_id, version).await?;
     drop(writer);
+    crate::metrics::marker_written(commit);
     tracing::debug!(
         stream,
         producer_id,
