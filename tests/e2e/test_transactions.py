@@ -23,6 +23,8 @@ from kafka.protocol.producer.transaction import (AddPartitionsToTxnRequest, EndT
 
 import pipeline
 import wire
+from clients_cli import JavaDriver
+from driver import run_lines
 from txn_support import committed_offsets, read_to_end, use_transaction_version_1, values
 from waiting import wait_until
 
@@ -241,3 +243,61 @@ def test_end_txn_abort_after_a_commit_is_invalid_txn_state_until_a_partition_is_
         assert partition_error(added) == 0, added
         [abort] = pipeline.call(sock, [end_txn(tid, pid, epoch, False)])
         assert abort.error_code == 0, abort
+
+
+def pipeline_input(bootstrap: str, topic: str, count: int = 300) -> list:
+    inputs = [f"in-{i}" for i in range(count)]
+    plain = Producer({"bootstrap.servers": bootstrap})
+    produce_spread(plain, topic, inputs)
+    assert plain.flush(30) == 0
+    return inputs
+
+
+def check_pipeline(bootstrap: str, source: str, sink: str, group: str, inputs: list, lines: list) -> None:
+    """The lines a consume-transform-produce program printed per transaction: OffsetFetch right
+    after each abort still answers the previous commit's offsets, right after each commit the
+    offsets sent with it; the output holds every input transformed exactly once in read_committed,
+    and the aborted transactions' records too in read_uncommitted."""
+    txns = [line for line in lines if "txn" in line]
+    outcomes = Counter(line["outcome"] for line in txns)
+    assert outcomes["abort"] >= 1 and outcomes["commit"] >= 1, outcomes
+    last = {}
+    for line in txns:
+        if line["outcome"] == "abort":
+            assert line["committed"] == last, f"abort moved the group's offsets: {last} -> {line}"
+        else:
+            assert {p: line["committed"].get(p) for p in line["sent"]} == line["sent"], line
+            last = line["committed"]
+    per_partition = len(inputs) // PARTITIONS
+    assert committed_offsets(bootstrap, group, source, PARTITIONS) == {p: per_partition for p in range(PARTITIONS)}
+    assert_exactly(read_to_end(bootstrap, sink, PARTITIONS, "read_committed"), ["out-" + v for v in inputs],
+                   "read_committed output")
+    everything = values(read_to_end(bootstrap, sink, PARTITIONS, "read_uncommitted"))
+    assert set(everything) == {"out-" + v for v in inputs} and len(everything) > len(inputs), \
+        "read_uncommitted must show the aborted transactions' records besides the committed ones"
+
+
+def test_java_consume_transform_produce_commits_offsets_with_the_output_and_aborts_leave_no_trace(broker, new_topic):
+    source, sink = new_topic(PARTITIONS), new_topic(PARTITIONS)
+    inputs = pipeline_input(broker.bootstrap, source)
+    group = f"java-ctp-{uuid.uuid4().hex[:8]}"
+    java = JavaDriver(broker.bootstrap)
+    lines = run_lines(java._cmd("txn-ctp", source, output=sink, group=group, transactional_id=txn_id("java-ctp"),
+                                count=len(inputs), abort_every=3), timeout_s=180)
+    check_pipeline(broker.bootstrap, source, sink, group, inputs, lines)
+
+
+def test_java_zombie_is_fenced_and_its_open_transaction_never_becomes_visible(broker, new_topic):
+    topic = new_topic(PARTITIONS)
+    java = JavaDriver(broker.bootstrap)
+    [line] = run_lines(java._cmd("txn-fence", topic, transactional_id=txn_id("java-zombie"), count=9,
+                                 partitions=PARTITIONS), timeout_s=180)
+    # As on Kafka: the send is refused INVALID_PRODUCER_EPOCH (abortable, KIP-588), the commit
+    # rethrows it, and the abort's EndTxn is answered PRODUCER_FENCED (fatal).
+    assert line == {"send": "InvalidProducerEpochException", "commit": "InvalidProducerEpochException",
+                    "abort": "ProducerFencedException"}, line
+    assert_exactly(read_to_end(broker.bootstrap, topic, PARTITIONS, "read_committed"),
+                   [f"successor-{i}" for i in range(9)], "read_committed")
+    uncommitted = values(read_to_end(broker.bootstrap, topic, PARTITIONS, "read_uncommitted"))
+    assert Counter(uncommitted) - Counter(["zombie-late"]) == \
+        Counter([f"zombie-{i}" for i in range(9)] + [f"successor-{i}" for i in range(9)]), uncommitted
