@@ -23,7 +23,7 @@ from kafka.protocol.producer.transaction import (AddPartitionsToTxnRequest, EndT
 
 import pipeline
 import wire
-from clients_cli import JavaDriver
+from clients_cli import FranzDriver, JavaDriver
 from driver import run_lines
 from txn_support import committed_offsets, read_to_end, use_transaction_version_1, values
 from waiting import wait_until
@@ -301,3 +301,14 @@ def test_java_zombie_is_fenced_and_its_open_transaction_never_becomes_visible(br
     uncommitted = values(read_to_end(broker.bootstrap, topic, PARTITIONS, "read_uncommitted"))
     assert Counter(uncommitted) - Counter(["zombie-late"]) == \
         Counter([f"zombie-{i}" for i in range(9)] + [f"successor-{i}" for i in range(9)]), uncommitted
+
+
+def test_franz_group_transact_session_commits_offsets_with_the_output_and_aborts_leave_no_trace(broker, new_topic):
+    source, sink = new_topic(PARTITIONS), new_topic(PARTITIONS)
+    inputs = pipeline_input(broker.bootstrap, source)
+    group = f"franz-ctp-{uuid.uuid4().hex[:8]}"
+    franz = FranzDriver(broker.bootstrap)
+    lines = run_lines(franz._cmd("txn-ctp", source, output=sink, group=group, transactional_id=txn_id("franz-ctp"),
+                                 count=len(inputs), abort_every=3, partitions=PARTITIONS, timeout_ms=120_000),
+                      timeout_s=180)
+    check_pipeline(broker.bootstrap, source, sink, group, inputs, lines)
