@@ -111,13 +111,13 @@ def count_words_while(bootstrap: str, tmp_path, kills: list) -> dict:
     sink = create_topic(bootstrap, f"eos-out-{uuid.uuid4().hex[:8]}", PARTITIONS)
     reader = UpdatesReader(bootstrap, sink)
     reader.start()
+    at_kills = []
     app = EosApp(bootstrap, f"eos-{uuid.uuid4().hex[:8]}", source, sink, tmp_path / "state", tmp_path / "app.log")
     try:
         wait_until(app.running, 120, "the app to run")
         step = LINES // PHASES
         bounds = [range(k * step, LINES if k == PHASES - 1 else (k + 1) * step) for k in range(PHASES)]
         produce_lines(bootstrap, source, bounds[0])
-        at_kills = []
         for k, kill in enumerate(kills, start=1):
             before = 3 * bounds[k - 1].start
             wait_until(lambda: reader.count >= before + PROGRESS, 180, f"the app into phase {k}")
