@@ -1,7 +1,7 @@
 """Transactions stay atomic while the broker is SIGKILLed and restarted on the same data dir
-every few seconds (txn_checker.py): three transactional writers committing and aborting at
-random over four partitions, a read_committed reader all along, then a final read_committed
-read. No aborted read, no lost committed write, no torn transaction (committed or of unknown
+every few seconds (txn_checker.py): three transactional writers committing, aborting, and
+crashing (transaction open, or commit in flight) at random over four partitions, a
+read_committed reader all along, then a final read_committed read. No aborted read, no lost committed write, no torn transaction (committed or of unknown
 outcome), no duplicate, in either history. Runs on ours and on the reference Kafka (whose JVM
 takes longer to come back, so it is killed less often)."""
 
@@ -10,7 +10,7 @@ import threading
 import time
 
 from conftest import create_topic, unique_topic
-from txn_checker import Reader, Writer, check, outcome_counts
+from txn_checker import Reader, Txn, Writer, check, outcome_counts
 from txn_support import read_to_end, use_transaction_version_1
 
 RUN_S = 60
@@ -59,3 +59,23 @@ def test_transactions_are_all_or_nothing_and_never_lost_across_broker_sigkills(b
     assert violations == {"final read": {}, "live reader": {}}, violations
     assert counts["committed"] >= 30 and counts["aborted"] >= 10, counts
     assert len(restarts_s) >= 3, restarts_s
+
+
+def test_the_checker_finds_every_kind_of_violation():
+    def txn(key, outcome, writes):
+        t = Txn(key)
+        t.outcome = outcome
+        for partition, values in writes.items():
+            t.writes[partition] = values
+        return t
+
+    txns = [txn("c", "committed", {0: ["c:0"], 1: ["c:1"]}), txn("a", "aborted", {0: ["a:0"]}),
+            txn("u", "unknown", {0: ["u:0"], 1: ["u:1"]}), txn("d", "committed", {1: ["d:1"]})]
+    clean = [(0, 0, "c:0"), (1, 0, "c:1"), (1, 1, "d:1")]
+    assert check(txns, clean, complete=True) == {}
+    assert check(txns, clean + [(0, 5, "u:0"), (1, 5, "u:1")], complete=True) == {}
+    history = [(0, 0, "c:0"), (0, 1, "a:0"), (0, 2, "u:0"), (1, 3, "d:1"), (1, 2, "d:1")]
+    assert check(txns, history, complete=True) == {
+        "duplicates": ["d:1"], "aborted reads": ["a:0"], "offsets backwards": [(1, 2, "d:1")],
+        "lost writes": ["c"], "torn transactions": ["u"]}
+    assert "lost writes" not in check(txns, history, complete=False)

@@ -1,11 +1,14 @@
 """A transactional workload and its checker, in the spirit of Jepsen's Kafka tests.
 
 Writers: several transactional librdkafka producers, each transaction writing unique values
-("w<writer>:t<txn>:<i>") to a few partitions, then committing or aborting at random (flushed
-before an abort, see docs/transactions-clients.md). Every transaction ends with an outcome:
-"committed" (commit_transaction returned), "aborted" (abort_transaction returned) or "unknown"
-(the client gave up, e.g. the broker died mid-commit; a new producer with the same
-transactional.id then takes over). A read_committed consumer reads the topic all along.
+("w<writer>:t<txn>:<partition>.<i>") to a few partitions, then ending at random in one of four
+ways: a commit; an abort (flushed first, see docs/transactions-clients.md); a crash with the
+transaction open (the producer is dropped; the next instance with the same transactional.id
+fences it and must abort that transaction); a crash mid-commit (commit_transaction given a
+millisecond, the producer dropped if that was not enough). Outcomes: "committed"
+(commit_transaction returned), "aborted" (abort_transaction returned, or abandoned open),
+"unknown" (a crash mid-commit, or the client gave up, e.g. the broker died during the commit:
+either all visible or none). A read_committed consumer reads the topic all along.
 
 `check` then finds, in any read_committed history (the live reader's, a final read):
 - aborted reads: a value of an aborted transaction;
@@ -25,6 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 API_TIMEOUT_S = 30
 COMMIT_TRIES = 10
+CRASH_RATIO = 0.05  # of transactions ended by a crash with the transaction open, and as many mid-commit
 
 
 @dataclass
@@ -46,7 +50,7 @@ class Writer(threading.Thread):
     """One transactional.id writing transactions until `stop` is set."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, index: int, stop: threading.Event,
-                 abort_ratio: float = 0.3):
+                 abort_ratio: float = 0.25):
         super().__init__(daemon=True)
         self.bootstrap, self.topic, self.partitions, self.index = bootstrap, topic, partitions, index
         self.stop, self.abort_ratio = stop, abort_ratio
@@ -66,18 +70,26 @@ class Writer(threading.Thread):
         producer = None
         n = 0
         while not self.stop.is_set():
-            try:
-                if producer is None:
-                    producer = writer_producer(self.bootstrap, self.transactional_id)
-            except KafkaException as e:  # the broker is down: try again
-                self.errors.append(str(e.args[0]))
-                time.sleep(0.5)
+            if producer is None:
+                producer = self._successor()
                 continue
             txn = Txn(f"w{self.index}:t{n}")
             n += 1
             self.txns.append(txn)
             if not self._one(producer, txn):
-                producer = None  # fatal: a new instance fences this one and finishes its transaction
+                producer = None  # dropped: a new instance fences this one and ends its transaction
+        while producer is None:  # the last one dropped: its transaction must still be ended
+            producer = self._successor()
+
+    def _successor(self):
+        """A new instance for the transactional.id (None while the broker is down); its
+        init_transactions ends whatever transaction the previous one left."""
+        try:
+            return writer_producer(self.bootstrap, self.transactional_id)
+        except KafkaException as e:
+            self.errors.append(str(e.args[0]))
+            time.sleep(0.5)
+            return None
 
     def _one(self, producer: Producer, txn: Txn) -> bool:
         """Runs one transaction; False when the producer must be replaced."""
@@ -88,8 +100,13 @@ class Writer(threading.Thread):
                     value = f"{txn.key}:{partition}.{i}"
                     txn.writes[partition].append(value)
                     producer.produce(self.topic, value=value, partition=partition)
-            if self.rng.random() < self.abort_ratio:
+            ending = self.rng.random()
+            if ending < self.abort_ratio:
                 return self._abort(producer, txn)
+            if ending < self.abort_ratio + CRASH_RATIO:
+                return self._crash_open(producer, txn)
+            if ending < self.abort_ratio + 2 * CRASH_RATIO:
+                return self._crash_committing(producer, txn)
             return self._commit(producer, txn)
         except KafkaException as e:
             return self._failed(producer, txn, e.args[0])
@@ -110,6 +127,23 @@ class Writer(threading.Thread):
                     return self._failed(producer, txn, error)
         txn.outcome = "unknown"
         return False
+
+    def _crash_open(self, producer: Producer, txn: Txn) -> bool:
+        """The application dies with its transaction open: the successor's init must abort it."""
+        producer.flush(API_TIMEOUT_S)
+        txn.outcome = "aborted"
+        return False
+
+    def _crash_committing(self, producer: Producer, txn: Txn) -> bool:
+        """The application dies while its commit is in flight."""
+        producer.flush(API_TIMEOUT_S)
+        try:
+            producer.commit_transaction(0.001)
+            txn.outcome = "committed"
+            return True
+        except KafkaException:
+            txn.outcome = "unknown"
+            return False
 
     def _abort(self, producer: Producer, txn: Txn) -> bool:
         try:
