@@ -3,8 +3,9 @@
 // Usage: franz MODE --bootstrap B --topic T [--flag value]...
 // Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
 // describe-configs, create-partitions, delete-topic, group (a consumer group member, see
-// group.go). --tls-ca, --tls-cert and --tls-key connect over TLS (see tls.go; not in group
-// mode); --sasl-mechanism, --sasl-user and --sasl-password authenticate (see sasl.go). Each
+// group.go), txn-ctp (consume-transform-produce in a GroupTransactSession, see txn.go).
+// --tls-ca, --tls-cert and --tls-key connect over TLS (see tls.go; not in group mode);
+// --sasl-mechanism, --sasl-user and --sasl-password authenticate (see sasl.go). Each
 // result is one JSON object per stdout line;
 // a failure prints {"error": "..."} and exits 1.
 package main
@@ -100,6 +101,12 @@ func main() {
 	mode := os.Args[1]
 	if mode == "group" {
 		group(seeds, topic, get("group", ""), get("balancer", "cooperative-sticky"), timeout)
+		return
+	}
+	if mode == "txn-ctp" {
+		txnPipeline(opts, txnPipelineArgs{input: topic, output: get("output", ""), group: get("group", ""),
+			transactionalID: get("transactional-id", ""), count: int(num("count", "0")),
+			abortEvery: int(num("abort-every", "3")), partitions: int32(num("partitions", "1")), timeout: timeout})
 		return
 	}
 	if mode == "produce" {

@@ -12,7 +12,8 @@ import java.util.Properties;
  * Kafka test client driven by the e2e suite. Usage: {@code MODE --bootstrap B --topic T [--flag value]...}.
  * Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
  * describe-configs, create-partitions, delete-topic, group (a consumer group member), describe-group,
- * commit-async (one commitAsync per record), init-transactions,
+ * commit-async (one commitAsync per record), init-transactions, txn-ctp (consume-transform-produce in
+ * transactions), txn-fence (a zombie transactional producer fenced by its successor),
  * static-member (a member with a group.instance.id that closes without leaving).
  * {@code --property k=v} (repeatable) adds a client property to every client, e.g. the
  * {@code security.protocol} and {@code ssl.*} settings of a TLS listener.
@@ -48,6 +49,8 @@ public final class Main {
                 case "describe-group" -> Group.describe(args);
                 case "commit-async" -> Ordering.commitAsync(args);
                 case "init-transactions" -> Transactions.init(args);
+                case "txn-ctp" -> TxnPipeline.run(args);
+                case "txn-fence" -> TxnFencing.run(args);
                 case "static-member" -> StaticMembers.run(args);
                 case "create-topic", "describe-topic", "describe-configs", "create-partitions", "delete-topic" ->
                     Admin.run(argv[0], args);
