@@ -153,10 +153,43 @@ pub async fn write_marker(
     let Some(commit) = decided(&entry, state.as_ref()) else {
         return Ok(false);
     };
+    if marker_writer(broker, &entry) != broker.node.broker_id {
+        // Another broker took the partition's writes over: the marker is its to write.
+        return Ok(false);
+    }
     let epoch = state
         .as_ref()
         .filter(|s| s.producer_id == entry.producer_id)
         .map_or(entry.epoch, |s| s.epoch.max(entry.epoch));
+    let marker_offset = append_marker(broker, stream, (producer_id, epoch), commit).await?;
+    // Held until the entry is gone, so that no other marker is written for it; later
+    // batches of this producer are verified again.
+    writer.open.remove(&producer_id);
+    if !commit {
+        record_abort(broker, stream, &entry, marker_offset).await?;
+    }
+    if !forget_entry(broker, stream, producer_id, version).await? {
+        rebase_entry(broker, stream, producer_id, marker_offset + 1).await?;
+    }
+    drop(writer);
+    crate::metrics::marker_written(commit);
+    tracing::debug!(
+        stream,
+        producer_id,
+        commit,
+        marker_offset,
+        "transaction marker written"
+    );
+    Ok(true)
+}
+
+/// Appends one marker and waits for its offset.
+async fn append_marker(
+    broker: &Broker,
+    stream: &str,
+    (producer_id, epoch): (i64, i16),
+    commit: bool,
+) -> Result<u64, ResponseError> {
     let now = i64::try_from(storage::clock::system_now_ms()).unwrap_or(i64::MAX);
     let batch = control_batch(producer_id, epoch, commit, now);
     let meta = vec![BatchMeta {
@@ -170,39 +203,56 @@ pub async fn write_marker(
         .submit(stream, batch, meta)
         .await
         .map_err(|e| crate::storage_errors::produce_error(&e))?;
-    // Held until the entry is gone, so that no other marker is written for it; later
-    // batches of this producer are verified again.
-    writer.open.remove(&producer_id);
     let appended = pending
         .wait()
         .await
         .map_err(|e| crate::storage_errors::produce_error(&e))?;
-    if !commit {
-        record_abort(broker, stream, &entry, appended.base_offset).await?;
-    }
-    forget_entry(broker, stream, producer_id, version).await?;
-    drop(writer);
-    crate::metrics::marker_written(commit);
-    tracing::debug!(
-        stream,
-        producer_id,
-        commit,
-        marker_offset = appended.base_offset,
-        "transaction marker written"
-    );
-    Ok(true)
+    Ok(appended.base_offset)
 }
 
+/// The entry was changed while its marker was written: a broker that took the partition over
+/// appended to the transaction meanwhile (a membership change during an abort with records in
+/// flight). What it appended lies after the marker: the entry now starts there, so the marker
+/// its new writer writes covers exactly those records.
+async fn rebase_entry(
+    broker: &Broker,
+    stream: &str,
+    producer_id: i64,
+    first_offset: u64,
+) -> Result<(), ResponseError> {
+    let Some((mut entry, version)) = open_entry(broker, stream, producer_id).await? else {
+        return Ok(());
+    };
+    entry.first_offset = entry.first_offset.max(first_offset);
+    let options = PutOptions {
+        expect: Expect::Version(version),
+        ..Default::default()
+    };
+    let key = keys::open_key(stream, producer_id);
+    let meta = broker.transactions.meta();
+    match meta.put(&key, encode(&entry), options).await {
+        Ok(_) => Ok(()),
+        // Changed once more: the sweep comes back to it.
+        Err(MetaError::UnexpectedVersion) => Err(ResponseError::ConcurrentTransactions),
+        Err(e) => Err(meta_error(&e)),
+    }
+}
+
+/// Deletes the entry if it is still at `version`; `Ok(false)` when it changed meanwhile.
 async fn forget_entry(
     broker: &Broker,
     stream: &str,
     producer_id: i64,
     version: i64,
-) -> Result<(), ResponseError> {
+) -> Result<bool, ResponseError> {
     let key = keys::open_key(stream, producer_id);
     let meta = broker.transactions.meta();
     match meta.delete(&key, Expect::Version(version), None).await {
-        Ok(()) | Err(MetaError::KeyNotFound | MetaError::UnexpectedVersion) => Ok(()),
+        Ok(()) | Err(MetaError::KeyNotFound) => Ok(true),
+        Err(MetaError::UnexpectedVersion) => {
+            let gone = open_entry(broker, stream, producer_id).await?.is_none();
+            Ok(gone)
+        }
         Err(e) => Err(meta_error(&e)),
     }
 }
