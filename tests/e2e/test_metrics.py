@@ -222,11 +222,11 @@ def test_consumer_lag_is_exported_per_group_and_partition_up_to_the_series_cap(t
         consume_all_and_commit(b, two, second, 7)
         text = wait_for_sample(http_port, "kafka_consumergroup_lag", 7, consumergroup=first, topic=one, partition=0)
         assert sample(text, "kafka_consumergroup_lag", consumergroup=first, topic=one, partition=0) == 7, text
-        text = wait_for_sample(http_port, "diskless_consumergroup_lag_series_dropped", 1)
+        text = wait_for_sample(http_port, "diskless_consumergroup_lag_groups_dropped", 1)
         exported = re.findall(rf'^kafka_consumergroup_lag\{{consumergroup="{second}",topic="{two}",partition="(\d)"\}} 0$',
                               text, re.M)
         assert len(exported) == 1, text
-        assert sample(text, "diskless_consumergroup_lag_series_dropped") == 1
+        assert sample(text, "diskless_consumergroup_lag_groups_dropped") == 1
     finally:
         broker.stop()
 
