@@ -115,6 +115,46 @@ async fn api_versions_lists_the_table_and_kafkas_feature_levels() {
             .expect("transaction.version is finalized");
         assert_eq!(finalized.max_version_level, 1);
     }
+    // Raw check for librdkafka 2.0.2, which mis-parses tagged fields at their default values:
+    // a v3 response carries the epoch (1) and the finalized levels (2), as Kafka's does for a
+    // v3 request, and neither SupportedFeatures (0, empty) nor ZkMigrationReady (3, false).
+    let header = client.header(ApiKey::ApiVersions, 3);
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(s("t"))
+        .with_client_software_version(s("1"));
+    let frame =
+        protocol::codec::encode_request(&header, &RequestKind::ApiVersions(request)).unwrap();
+    client.send_raw(&frame).await;
+    let raw = client.read_raw().await.unwrap();
+    assert_eq!(top_level_tags(&raw), vec![1, 2]);
+}
+
+/// The tags of a v3 ApiVersions response's top-level tagged fields (from the correlation id on).
+fn top_level_tags(raw: &[u8]) -> Vec<u64> {
+    fn uvarint(raw: &[u8], pos: &mut usize) -> u64 {
+        let (mut value, mut shift) = (0u64, 0);
+        loop {
+            let byte = raw[*pos];
+            *pos += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return value;
+            }
+            shift += 7;
+        }
+    }
+    // Correlation id and error code, then the compact array of (key, min, max, no tags).
+    let mut pos = 6;
+    let keys = uvarint(raw, &mut pos).saturating_sub(1);
+    pos += keys as usize * 7 + 4;
+    let count = uvarint(raw, &mut pos);
+    let mut tags = Vec::new();
+    for _ in 0..count {
+        tags.push(uvarint(raw, &mut pos));
+        pos += uvarint(raw, &mut pos) as usize;
+    }
+    assert_eq!(pos, raw.len(), "bytes after the tagged fields");
+    tags
 }
 
 #[tokio::test]

@@ -203,9 +203,9 @@ def test_json_logs_are_one_object_per_line_with_the_request_span(tmp_path):
     assert created[0]["spans"][0]["listener"] == "PLAINTEXT"
 
 
-def consume_all_and_commit(bootstrap: str, topic: str, group: str, count: int) -> None:
+def consume_all_and_commit(bootstrap: str, topic: str, group: str, count: int, protocol: str = "classic") -> None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False, "group.protocol": protocol})
     consumer.subscribe([topic])
     seen, deadline = 0, time.monotonic() + 30
     while seen < count and time.monotonic() < deadline:
@@ -251,11 +251,28 @@ def test_consumer_lag_is_exported_per_group_and_partition_up_to_the_series_cap(t
         consume_all_and_commit(b, two, second, 7)
         text = wait_for_sample(http_port, "kafka_consumergroup_lag", 7, consumergroup=first, topic=one, partition=0)
         assert sample(text, "kafka_consumergroup_lag", consumergroup=first, topic=one, partition=0) == 7, text
-        text = wait_for_sample(http_port, "diskless_consumergroup_lag_series_dropped", 1)
+        text = wait_for_sample(http_port, "diskless_consumergroup_lag_groups_dropped", 1)
         exported = re.findall(rf'^kafka_consumergroup_lag\{{consumergroup="{second}",topic="{two}",partition="(\d)"\}} 0$',
                               text, re.M)
         assert len(exported) == 1, text
-        assert sample(text, "diskless_consumergroup_lag_series_dropped") == 1
+        assert sample(text, "diskless_consumergroup_lag_groups_dropped") == 1
+    finally:
+        broker.stop()
+
+
+def test_consumer_lag_of_a_kip_848_consumer_group_is_exported(tmp_path):
+    http_port = free_port()
+    broker = BrokerProcess("ours", tmp_path / "broker", settings={
+        "http.listen": f"127.0.0.1:{http_port}", "consumer.lag.interval.ms": 1000})
+    broker.start()
+    try:
+        b = broker.bootstrap
+        topic, group = create_topic(b, unique_topic("lag-848")), unique_topic("g848")
+        produce_to(b, topic, 0, 6)
+        consume_all_and_commit(b, topic, group, 6, protocol="consumer")
+        produce_to(b, topic, 0, 4)
+        text = wait_for_sample(http_port, "kafka_consumergroup_lag", 4, consumergroup=group, topic=topic, partition=0)
+        assert sample(text, "kafka_consumergroup_lag", consumergroup=group, topic=topic, partition=0) == 4, text
     finally:
         broker.stop()
 

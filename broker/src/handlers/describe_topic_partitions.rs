@@ -146,7 +146,10 @@ impl Page<'_> {
             }
             let Some(topic) = self.find(&name).await else {
                 if !self.all_topics {
-                    response.topics.push(missing(&name));
+                    let operations = self.operations(&name);
+                    response
+                        .topics
+                        .push(missing(&name).with_topic_authorized_operations(operations));
                 }
                 continue;
             };
@@ -179,17 +182,19 @@ impl Page<'_> {
         }
     }
 
+    /// Kafka sets them on every topic it answers but the refused ones, unknown ones included.
+    fn operations(&self, name: &str) -> i32 {
+        self.broker
+            .authorizer
+            .authorized_operations(self.context, ResourceType::Topic, name)
+    }
+
     fn topic(&self, topic: &Topic, partitions: Vec<Partition>) -> TopicAnswer {
-        let operations = self.broker.authorizer.authorized_operations(
-            self.context,
-            ResourceType::Topic,
-            &topic.name,
-        );
         TopicAnswer::default()
             .with_name(Some(topic_name(&topic.name)))
             .with_topic_id(topic.record.id)
             .with_partitions(partitions)
-            .with_topic_authorized_operations(operations)
+            .with_topic_authorized_operations(self.operations(&topic.name))
     }
 
     /// As Metadata answers it; no replica sets, so empty eligible-leader lists (KIP-966's

@@ -1,11 +1,13 @@
 //! ListConfigResources v0-1 (KIP-1142; v0 was ListClientMetricsResources, what
 //! `kafka-client-metrics --list` sends), answered as Kafka 4.1 answers it. v0 lists
 //! client-metrics resources; v1 lists the resources of the types asked for (all of them when
-//! none is): TOPIC every topic, BROKER every live broker. CLIENT_METRICS, GROUP and
-//! BROKER_LOGGER resources are listed by Kafka when they have configs; no such configs are
-//! stored here (client telemetry is not served, group and logger configs are not stored), so
-//! they list none, as Kafka lists none without them. A type outside those five is
-//! UNSUPPORTED_VERSION, as Kafka answers. DESCRIBE_CONFIGS on the cluster is required.
+//! none is): TOPIC every topic, BROKER every live broker. CLIENT_METRICS and GROUP resources
+//! are listed by Kafka when they have configs; none are stored here (client telemetry is not
+//! served, group configs are not stored), so they list none, as Kafka lists none without
+//! them. BROKER_LOGGER: Kafka lists every broker; broker loggers are not served here
+//! (DescribeConfigs refuses the type), so none are listed rather than resources that cannot
+//! be described. A type outside those five is UNSUPPORTED_VERSION, as Kafka answers.
+//! DESCRIBE_CONFIGS on the cluster is required.
 
 use kafka_protocol::messages::list_config_resources_response::ConfigResource;
 use kafka_protocol::messages::{ListConfigResourcesRequest, ListConfigResourcesResponse};
@@ -76,7 +78,7 @@ fn names(broker: &Broker, resource_type: i8) -> Vec<String> {
             .iter()
             .map(|m| m.broker_id.to_string())
             .collect(),
-        // Listed by Kafka when they have configs; none are stored here.
+        // None stored (group, client-metrics) or served (broker loggers) here.
         _ => Vec::new(),
     }
 }

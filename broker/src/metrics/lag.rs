@@ -2,8 +2,9 @@
 //! offset for, the high watermark minus the committed offset (Kafka's `kafka-consumer-groups
 //! --describe` LAG, as `kafka_exporter` names it). Sampled every `consumer_lag_interval_ms` by a
 //! task of its own (committed offsets are MetaStore reads, which a scrape must not wait for);
-//! the scrape reads the latest sample. At most `consumer_lag_max_series` series, the rest
-//! counted as dropped, so a broker with many groups cannot flood Prometheus.
+//! the scrape reads the latest sample. At most `consumer_lag_max_series` series: once they are
+//! taken, the remaining groups are not even read, so neither Prometheus nor the MetaStore pays
+//! for a broker with many groups; the groups left out are counted.
 
 use std::sync::{LazyLock, Mutex, Weak};
 use std::time::Duration;
@@ -21,11 +22,11 @@ pub struct LagConfig {
     pub interval: Duration,
 }
 
-/// The latest sample: the series, and how many partitions the cap left out.
+/// The latest sample: the series, and how many groups the cap left out (wholly or in part).
 #[derive(Default)]
 struct Snapshot {
     series: Vec<Sample>,
-    dropped: usize,
+    dropped_groups: usize,
 }
 
 static SNAPSHOT: LazyLock<Mutex<Snapshot>> = LazyLock::new(Mutex::default);
@@ -37,9 +38,9 @@ static REGISTERED: LazyLock<()> = LazyLock::new(|| {
         || snapshot().series.clone(),
     );
     register_sampled_gauge(
-        "diskless_consumergroup_lag_series_dropped",
-        "Partitions with a committed offset left out of kafka_consumergroup_lag by consumer_lag_max_series at the last sample",
-        || vec![(Vec::new(), i64::try_from(snapshot().dropped).unwrap_or(i64::MAX))],
+        "diskless_consumergroup_lag_groups_dropped",
+        "Groups whose lag kafka_consumergroup_lag left out, wholly or in part, because of consumer_lag_max_series at the last sample",
+        || vec![(Vec::new(), i64::try_from(snapshot().dropped_groups).unwrap_or(i64::MAX))],
     );
 });
 
@@ -74,6 +75,10 @@ pub fn spawn_lag_sampler(
 async fn sample(broker: &Broker, max_series: usize) -> Snapshot {
     let mut snapshot = Snapshot::default();
     for group in group_ids(broker).await {
+        if snapshot.series.len() >= max_series {
+            snapshot.dropped_groups += 1;
+            continue;
+        }
         let committed = match broker.groups.fetch_offsets(&group, None).await {
             Ok(committed) => committed,
             Err(error) => {
@@ -83,8 +88,8 @@ async fn sample(broker: &Broker, max_series: usize) -> Snapshot {
         };
         for offset in committed {
             if snapshot.series.len() >= max_series {
-                snapshot.dropped += 1;
-                continue;
+                snapshot.dropped_groups += 1;
+                break;
             }
             let Some(lag) = partition_lag(
                 broker,

@@ -19,7 +19,7 @@ pub static CONSUMER_LAG_MAX_SERIES: Setting<usize> = Setting::new(
     "consumer_lag_max_series",
     1000,
     Unit::Count,
-    "Most lag series exported (groups by id, then topic and partition); the partitions past it are counted in `diskless_consumergroup_lag_series_dropped`",
+    "Most lag series exported (groups by id, then topic and partition); the groups past it are not read, and are counted in `diskless_consumergroup_lag_groups_dropped`",
 )
 .at_least(1)
 .at_most(1_000_000);
