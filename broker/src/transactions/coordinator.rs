@@ -19,6 +19,8 @@ use crate::context::Broker;
 /// once the Prepare state is stored; past this the sweep completes it, and the client's next
 /// transaction waits (CONCURRENT_TRANSACTIONS) until it has.
 const END_TXN_WAIT: Duration = Duration::from_secs(10);
+/// Partitions whose markers one completion waits for at once.
+const MARKERS_IN_FLIGHT_MAX: usize = 64;
 
 fn now_ms() -> u64 {
     storage::clock::system_now_ms()
@@ -311,8 +313,14 @@ pub async fn complete(broker: &Arc<Broker>, transactional_id: &str) -> Result<()
         return Ok(());
     }
     let commit = state.status == Status::PrepareCommit;
-    for partition in &state.partitions {
-        markers::await_marker(broker, partition, state.producer_id).await?;
+    // Many partitions at once: markers this broker writes share WAL objects.
+    for chunk in state.partitions.chunks(MARKERS_IN_FLIGHT_MAX) {
+        let mut waits = Vec::with_capacity(chunk.len());
+        for partition in chunk {
+            waits.push(markers::await_marker(broker, partition, state.producer_id));
+        }
+        let written = futures::future::join_all(waits).await;
+        written.into_iter().collect::<Result<(), ResponseError>>()?;
     }
     for group in &state.groups {
         offsets::finish(broker, group, transactional_id, commit).await?;
