@@ -39,6 +39,7 @@ EXPECTED = Counter(word for i in range(LINES) for word in line(i).split())
 class EosApp:
     def __init__(self, bootstrap: str, app_id: str, source: str, sink: str, state_dir, log):
         self.lines, self.log = [], open(log, "ab")
+        self.timeline, self.started = [], time.monotonic()
         self.proc = subprocess.Popen(
             ["java", "-Xmx384m", "-cp", app_classpath(), "e2e.EosWordCount", bootstrap, app_id, source, sink,
              str(state_dir)],
@@ -48,6 +49,7 @@ class EosApp:
     def _read(self):
         for out in self.proc.stdout:
             self.lines.append(out.decode().strip())
+            self.timeline.append((round(time.monotonic() - self.started, 1), self.lines[-1]))
 
     def running(self) -> bool:
         assert self.proc.poll() is None, f"the app exited: {self.lines}"
@@ -121,7 +123,7 @@ def count_words_while(bootstrap: str, tmp_path, kills: list) -> dict:
         for k, kill in enumerate(kills, start=1):
             before = 3 * bounds[k - 1].start
             wait_until(lambda: reader.count >= before + PROGRESS, 180, f"the app into phase {k}")
-            at_kills.append(reader.count)
+            at_kills.append((reader.count, round(time.monotonic() - app.started, 1)))
             kill()
             produce_lines(bootstrap, source, bounds[k])
         for rest in bounds[len(kills) + 1:]:
@@ -133,7 +135,8 @@ def count_words_while(bootstrap: str, tmp_path, kills: list) -> dict:
         app.stop()
         reader.stop.set()
         reader.join(timeout=60)
-    print(f"updates={reader.count} updates_seen_at_each_kill={at_kills} replaced_threads={sum(1 for out in app.lines if 'replaced' in out)}")
+    print(f"app states (s since start): {app.timeline}")
+    print(f"updates={reader.count} updates_and_s_at_each_kill={at_kills} done_s={round(time.monotonic() - app.started, 1)} replaced_threads={sum(1 for out in app.lines if 'replaced' in out)}")
     return reader.updates
 
 

@@ -35,6 +35,10 @@ public final class EosWordCount {
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
+        // After a broker restart a rebalance can wait for a member that will not come back (a
+        // thread's old member id); 10 s instead of 45 s keeps the test short.
+        props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 10_000);
+        props.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 2_000);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
 
