@@ -105,7 +105,7 @@ fn help_documents_every_setting() {
         "--rack",
         "--write-buffer-size",
         "--write-buffer-flush-size",
-        "--write-buffer-flush-interval-ms",
+        "--write-buffer-puts-per-sec-max",
         "--write-buffer-max-streams",
         "--max-pending-bytes",
         "--read-cache-bytes",

@@ -27,7 +27,7 @@ async fn engine(dir: &std::path::Path, objects: Arc<dyn ObjectStore>) -> Arc<Sto
         .unwrap(),
     );
     let config = StorageConfig {
-        write_buffer_flush_interval_ms: 5,
+        write_buffer_puts_per_sec_max: 200,
         ..StorageConfig::default()
     };
     let storage = Storage::open(config, objects, meta);

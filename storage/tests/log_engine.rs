@@ -25,7 +25,7 @@ use storage::{BatchMeta, Storage, StorageConfig, StorageError};
 
 fn config() -> StorageConfig {
     StorageConfig {
-        write_buffer_flush_interval_ms: 5,
+        write_buffer_puts_per_sec_max: 200,
         ..StorageConfig::default()
     }
 }
@@ -481,14 +481,19 @@ async fn streams_sharing_an_object_succeed_or_fail_independently() {
         failing_prefix: "s/bad-0/".into(),
     });
     let objects = Arc::new(FailingObjectStore::new(Arc::new(InMemory::new())));
-    // A long interval so both appends land in the same object.
+    // A budget of 1 PUT a second: after a first object, appends wait and share the next.
     let cfg = StorageConfig {
-        write_buffer_flush_interval_ms: 200,
+        write_buffer_puts_per_sec_max: 1,
         write_buffer_max_streams: 8,
         ..config()
     };
     let storage = Storage::open(cfg, objects.clone(), meta);
     let (p, b) = payload(1, 1, 10);
+    storage
+        .append("first-0", p.clone(), b.clone())
+        .await
+        .unwrap();
+    let before = objects.operation_count();
     let good = storage
         .submit("good-0", p.clone(), b.clone())
         .await
@@ -498,7 +503,7 @@ async fn streams_sharing_an_object_succeed_or_fail_independently() {
     assert_eq!(good.unwrap().base_offset, 0);
     assert!(bad.is_err());
     assert_eq!(
-        objects.operation_count(),
+        objects.operation_count() - before,
         1,
         "both appends shared one object"
     );
@@ -508,15 +513,20 @@ async fn streams_sharing_an_object_succeed_or_fail_independently() {
 }
 
 #[tokio::test]
-async fn a_full_segment_is_written_without_waiting_for_the_interval() {
+async fn a_full_segment_is_written_without_waiting_for_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = StorageConfig {
-        write_buffer_flush_interval_ms: 600_000,
+        write_buffer_puts_per_sec_max: 1,
         write_buffer_size: 1000,
         ..config()
     };
     let storage = Storage::open(cfg, Arc::new(InMemory::new()), meta(dir.path()).await);
+    // A first small object spends the budget for a second...
+    let (p, b) = payload(1, 1, 10);
+    storage.append("small-0", p, b).await.unwrap();
+    // ...which a full segment does not wait for.
     let (p, b) = payload(1, 2, 600);
-    let done = tokio::time::timeout(Duration::from_secs(10), storage.append("full-0", p, b)).await;
-    assert!(done.expect("written long before the interval").is_ok());
+    let done =
+        tokio::time::timeout(Duration::from_millis(500), storage.append("full-0", p, b)).await;
+    assert!(done.expect("written before the budget allowed").is_ok());
 }

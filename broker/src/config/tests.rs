@@ -36,10 +36,10 @@ fn defaults_match_the_command_line_contract() {
     assert!(config.compaction);
     assert_eq!(config.default_partitions, 1);
     assert!(config.object_store_url.ends_with("/data/objects"));
-    // A local store flushes sooner than the object-store default.
-    assert_eq!(config.storage.write_buffer_flush_interval_ms, 10);
+    // A local store may start more small objects per second than the object-store default.
+    assert_eq!(config.storage.write_buffer_puts_per_sec_max, 100);
     let remote = self::config(&["--object-store", "s3://b/p"]).unwrap();
-    assert_eq!(remote.storage.write_buffer_flush_interval_ms, 250);
+    assert_eq!(remote.storage.write_buffer_puts_per_sec_max, 4);
 }
 
 #[test]
@@ -48,8 +48,8 @@ fn component_defaults_are_the_declared_ones() {
     let storage = storage::StorageConfig::default();
     assert_eq!(config.storage.write_buffer_size, storage.write_buffer_size);
     assert_eq!(
-        config.storage.write_buffer_flush_interval_ms,
-        storage.write_buffer_flush_interval_ms
+        config.storage.write_buffer_puts_per_sec_max,
+        storage.write_buffer_puts_per_sec_max
     );
     assert_eq!(
         config.storage.max_puts_in_flight,

@@ -51,7 +51,7 @@ impl Env {
         let index_meta = meta.clone();
         let open_storage = Box::new(move || {
             let config = StorageConfig {
-                write_buffer_flush_interval_ms: 2,
+                write_buffer_puts_per_sec_max: 500,
                 ..StorageConfig::default()
             };
             Storage::open(config, objects.clone(), index_meta.clone())

@@ -14,7 +14,7 @@ use crate::settings::Resolved;
 pub struct StorageConfig {
     pub write_buffer_size: usize,
     pub write_buffer_flush_size: usize,
-    pub write_buffer_flush_interval_ms: u64,
+    pub write_buffer_puts_per_sec_max: u64,
     pub write_buffer_max_streams: usize,
     pub max_pending_bytes: usize,
     pub max_puts_in_flight: usize,
@@ -40,7 +40,7 @@ impl Default for StorageConfig {
         StorageConfig {
             write_buffer_size: s::WRITE_BUFFER_SIZE.default,
             write_buffer_flush_size: s::WRITE_BUFFER_FLUSH_SIZE.default,
-            write_buffer_flush_interval_ms: s::FLUSH_INTERVAL_MS_REMOTE,
+            write_buffer_puts_per_sec_max: s::PUTS_PER_SEC_MAX_REMOTE,
             write_buffer_max_streams: s::WRITE_BUFFER_MAX_STREAMS.default,
             max_pending_bytes: s::MAX_PENDING_BYTES.default,
             max_puts_in_flight: s::MAX_PUTS_IN_FLIGHT.default,
@@ -65,8 +65,8 @@ impl StorageConfig {
         StorageConfig {
             write_buffer_size: resolved.get(&s::WRITE_BUFFER_SIZE),
             write_buffer_flush_size: resolved.get(&s::WRITE_BUFFER_FLUSH_SIZE),
-            write_buffer_flush_interval_ms: s::flush_interval_ms(
-                resolved.get(&s::WRITE_BUFFER_FLUSH_INTERVAL_MS),
+            write_buffer_puts_per_sec_max: s::puts_per_sec_max(
+                resolved.get(&s::WRITE_BUFFER_PUTS_PER_SEC_MAX),
                 object_store_url,
             ),
             write_buffer_max_streams: resolved.get(&s::WRITE_BUFFER_MAX_STREAMS),

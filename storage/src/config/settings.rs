@@ -52,7 +52,7 @@ pub static HTTP_LISTEN: Setting<String> = Setting::new(
 pub static ENGINE: &[&dyn AnySetting] = &[
     &WRITE_BUFFER_SIZE,
     &WRITE_BUFFER_FLUSH_SIZE,
-    &WRITE_BUFFER_FLUSH_INTERVAL_MS,
+    &WRITE_BUFFER_PUTS_PER_SEC_MAX,
     &WRITE_BUFFER_MAX_STREAMS,
     &MAX_PENDING_BYTES,
     &MAX_PUTS_IN_FLIGHT,
@@ -135,32 +135,33 @@ pub static WRITE_BUFFER_FLUSH_SIZE: Setting<usize> = Setting::new(
     "write_buffer_flush_size",
     256 << 20,
     Unit::Bytes,
-    "Pending bytes that trigger a flush before the interval elapses",
+    "Pending bytes that trigger a flush without waiting for the PUT budget",
 )
 .at_least(1);
 
-/// The flush interval for object stores with high PUT latency (the seed system's)...
-pub const FLUSH_INTERVAL_MS_REMOTE: u64 = 250;
-/// ...and for a local folder or memory, where a PUT is cheap and fast.
-pub const FLUSH_INTERVAL_MS_LOCAL: u64 = 10;
+/// The PUT budget for object stores that bill per request: the seed system's 250 ms flush
+/// interval, so today's cost at low and medium load...
+pub const PUTS_PER_SEC_MAX_REMOTE: u64 = 4;
+/// ...and for a local folder or memory, where a PUT is cheap and fast (a 10 ms interval).
+pub const PUTS_PER_SEC_MAX_LOCAL: u64 = 100;
 
-pub static WRITE_BUFFER_FLUSH_INTERVAL_MS: Setting<Option<u64>> = Setting::new(
-    "write_buffer_flush_interval_ms",
+pub static WRITE_BUFFER_PUTS_PER_SEC_MAX: Setting<Option<u64>> = Setting::new(
+    "write_buffer_puts_per_sec_max",
     None,
-    Unit::Ms,
-    "Longest time an append waits in the buffer before its segment is written",
+    Unit::Count,
+    "WAL objects per second started before a segment is full: pending appends go out as soon as a PUT slot is free and this budget allows, a full segment at once (docs/storage-engine.md)",
 )
-.default_note("250, or 10 for file:// and memory:// stores")
+.default_note("4, or 100 for file:// and memory:// stores")
 .at_least(1);
 
-/// The flush interval: as set, else short for local stores.
-pub fn flush_interval_ms(set: Option<u64>, object_store_url: &str) -> u64 {
+/// The PUT budget: as set, else higher for local stores.
+pub fn puts_per_sec_max(set: Option<u64>, object_store_url: &str) -> u64 {
     let local =
         object_store_url.starts_with("file://") || object_store_url.starts_with("memory://");
     match set {
-        Some(ms) => ms,
-        None if local => FLUSH_INTERVAL_MS_LOCAL,
-        None => FLUSH_INTERVAL_MS_REMOTE,
+        Some(n) => n,
+        None if local => PUTS_PER_SEC_MAX_LOCAL,
+        None => PUTS_PER_SEC_MAX_REMOTE,
     }
 }
 

@@ -9,12 +9,12 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
+use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::cache::WriteCache;
@@ -22,6 +22,7 @@ use crate::clock::Clock;
 use crate::config::StorageConfig;
 use crate::error::StorageError;
 use crate::index::{BatchMeta, FileType, Index, IndexEntry, LocatedEntry};
+use crate::wal::budget::{PutBudget, Trigger};
 use crate::wal::format::{self, SliceEntry, SliceSpec};
 use crate::wal::stages;
 
@@ -160,8 +161,9 @@ impl WalWriter {
             });
         }
         let (done, rx) = oneshot::channel();
-        let flush = {
+        let wake = {
             let mut buffer = self.lock_buffer();
+            let was_empty = buffer.order.is_empty();
             let key: Arc<str> = Arc::from(stream);
             if !buffer.streams.contains_key(stream) {
                 buffer.order.push(key.clone());
@@ -174,15 +176,20 @@ impl WalWriter {
                 _admission: admission,
             });
             buffer.bytes += bytes;
-            // A full segment's worth is written at once: big objects at high rates, while the
-            // interval only bounds the wait at low rates.
-            buffer.bytes >= self.config.write_buffer_flush_size
-                || buffer.bytes >= self.config.write_buffer_size
+            // The flusher sleeps while the buffer is empty, and while the budget holds a
+            // partial segment back; a full one goes out at once.
+            was_empty || self.size_due(&buffer)
         };
-        if flush {
+        if wake {
             self.flush_now.notify_one();
         }
         Ok(rx)
+    }
+
+    /// A segment's worth (big objects at high rates) or `write_buffer_flush_size` is pending.
+    fn size_due(&self, buffer: &Buffer) -> bool {
+        buffer.bytes >= self.config.write_buffer_flush_size
+            || buffer.bytes >= self.config.write_buffer_size
     }
 
     /// Bytes admitted and not yet completed.
@@ -323,75 +330,117 @@ fn merge_small_tail(
     previous.extend(tail);
 }
 
+/// Cuts the buffer when a PUT slot is free and either a segment's worth is pending or the PUT
+/// budget allows a smaller object; starts one PUT per segment.
 async fn flush_loop(
     writer: Arc<WalWriter>,
     objects: Arc<dyn ObjectStore>,
     segments: mpsc::Sender<CutSegment>,
 ) {
-    let interval = Duration::from_millis(writer.config.write_buffer_flush_interval_ms.max(1));
     let puts_in_flight = Arc::new(Semaphore::new(writer.config.max_puts_in_flight.max(1)));
+    let mut budget = PutBudget::new(writer.config.write_buffer_puts_per_sec_max);
     loop {
-        let closing = writer.closed.load(Ordering::Acquire);
-        if !closing {
-            tokio::select! {
-                _ = tokio::time::sleep(interval) => {}
-                _ = writer.flush_now.notified() => {}
-            }
-        }
-        for slices in writer.cut() {
-            let cut_at = Instant::now();
-            for append in slices.iter().flat_map(|s| &s.appends) {
-                stages::observe("queue", cut_at.saturating_duration_since(append.admitted));
-            }
-            let permit = match puts_in_flight.clone().acquire_owned().await {
-                Ok(permit) => permit,
-                Err(_) => return,
+        // Room in the upload pipeline first: while it is full, appends keep filling the buffer.
+        let Ok(permit) = puts_in_flight.clone().acquire_owned().await else {
+            return;
+        };
+        let trigger = next_trigger(&writer, &budget).await;
+        let cut = writer.cut();
+        budget.spend(tokio::time::Instant::now(), trigger, cut.len());
+        let mut permit = Some(permit);
+        for slices in cut {
+            let permit = match permit.take() {
+                Some(permit) => permit,
+                None => match puts_in_flight.clone().acquire_owned().await {
+                    Ok(permit) => permit,
+                    Err(_) => return,
+                },
             };
-            let object_key = object_key(
-                &writer.config.wal_prefix,
-                writer.clock.now_ms(),
-                &writer.object_ids.next(),
-            );
-            let encoded = encode(&slices);
-            let put = {
-                let objects = objects.clone();
-                let object_key = object_key.clone();
-                tokio::spawn(async move {
-                    let _permit = permit;
-                    let (object, directory) = encoded?;
-                    let started = std::time::Instant::now();
-                    objects
-                        .put(
-                            &Path::from(object_key.as_str()),
-                            PutPayload::from(object.clone()),
-                        )
-                        .await?;
-                    let put_at = Instant::now();
-                    stages::observe("put", put_at.saturating_duration_since(cut_at));
-                    tracing::debug!(
-                        object_key = %object_key,
-                        bytes = object.len(),
-                        elapsed_ms = crate::clock::duration_ms(started.elapsed()),
-                        "wal object written"
-                    );
-                    Ok((object, directory, put_at))
-                })
-            };
-            if segments
-                .send(CutSegment {
-                    object_key,
-                    slices,
-                    put,
-                })
-                .await
-                .is_err()
-            {
+            let segment = start_put(&writer, &objects, slices, permit);
+            if segments.send(segment).await.is_err() {
                 return;
             }
         }
-        if closing {
+        if trigger == Trigger::Closing {
             return;
         }
+    }
+}
+
+/// Waits until the buffer should be cut: at once when closing or a segment's worth is
+/// pending, else once something is pending and the budget allows a PUT.
+async fn next_trigger(writer: &WalWriter, budget: &PutBudget) -> Trigger {
+    loop {
+        if writer.closed.load(Ordering::Acquire) {
+            return Trigger::Closing;
+        }
+        let (empty, size_due) = {
+            let buffer = writer.lock_buffer();
+            (buffer.order.is_empty(), writer.size_due(&buffer))
+        };
+        if size_due {
+            return Trigger::Size;
+        }
+        if empty {
+            writer.flush_now.notified().await;
+            continue;
+        }
+        let wait = budget.wait(tokio::time::Instant::now());
+        if wait.is_zero() {
+            return Trigger::Budget;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = writer.flush_now.notified() => {}
+        }
+    }
+}
+
+/// Encodes a segment and spawns its PUT, which holds `permit` until it completes.
+fn start_put(
+    writer: &WalWriter,
+    objects: &Arc<dyn ObjectStore>,
+    slices: Vec<SegmentSlice>,
+    permit: OwnedSemaphorePermit,
+) -> CutSegment {
+    let cut_at = Instant::now();
+    for append in slices.iter().flat_map(|s| &s.appends) {
+        stages::observe("queue", cut_at.saturating_duration_since(append.admitted));
+    }
+    let object_key = object_key(
+        &writer.config.wal_prefix,
+        writer.clock.now_ms(),
+        &writer.object_ids.next(),
+    );
+    let encoded = encode(&slices);
+    let put = {
+        let objects = objects.clone();
+        let object_key = object_key.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let (object, directory) = encoded?;
+            let started = std::time::Instant::now();
+            objects
+                .put(
+                    &Path::from(object_key.as_str()),
+                    PutPayload::from(object.clone()),
+                )
+                .await?;
+            let put_at = Instant::now();
+            stages::observe("put", put_at.saturating_duration_since(cut_at));
+            tracing::debug!(
+                object_key = %object_key,
+                bytes = object.len(),
+                elapsed_ms = crate::clock::duration_ms(started.elapsed()),
+                "wal object written"
+            );
+            Ok((object, directory, put_at))
+        })
+    };
+    CutSegment {
+        object_key,
+        slices,
+        put,
     }
 }
 
