@@ -4,8 +4,9 @@
 Run through bench/run.sh. Knobs (environment): BENCH_RECORDS (records per throughput workload,
 default 400000 of 1 KiB), BENCH_LATENCY_S (length of the fixed-rate runs, default 15),
 BENCH_E2E_JAVA_RECORDS (default 300), BENCH_BROKERS (default "kafka ours-file ours-s3"; kafka
-first because the fixed rate is a third of its maximum). Writes BENCHMARKS.md and
-bench/.work/results.json.
+first because the fixed rate is a third of its maximum), BENCH_OBJECT_LATENCY (object-store
+latency profiles each of our brokers runs under, space-separated: none, s3-standard, s3-express;
+default "none"; see docs/object-latency.md). Writes BENCHMARKS.md and bench/.work/results.json.
 """
 import datetime
 import json
@@ -43,6 +44,7 @@ KAFKA_JVM = ["-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMilli
              "-Djava.awt.headless=true"]
 TOOL_JVM = ["-Xmx512M", "-Djava.awt.headless=true"]
 MAX_PROPS = {"acks": "all", "linger.ms": "5", "batch.size": "1048576"}
+LATENCY_PROFILES = os.environ.get("BENCH_OBJECT_LATENCY", "none").split()
 
 
 def log(message):
@@ -187,7 +189,7 @@ boto3.client('s3', endpoint_url='http://127.0.0.1:{S3_PORT}', region_name='us-ea
     return moto
 
 
-def start_ours(directory, object_store, env, binary=None, compactor=None):
+def start_ours(directory, object_store, env, binary=None, compactor=None, latency="none"):
     os.makedirs(directory)
     # In-process compaction off: the WAL catch-up then reads WAL objects, and the Parquet one
     # reads what the `compactor` binary wrote (run between the two).
@@ -195,12 +197,29 @@ def start_ours(directory, object_store, env, binary=None, compactor=None):
             "--group-initial-rebalance-delay-ms", "0", "--compaction", "false"]
     if object_store:
         argv += ["--object-store", object_store]
-    process = Process("ours", argv, os.path.join(directory, "broker.log"), env)
+    process = Process("ours", argv + latency_args(latency), os.path.join(directory, "broker.log"), env)
     process.object_store = object_store
     process.data_dir = directory
     process.compactor_bin = compactor or COMPACTOR_BIN
+    process.latency = latency
     process.start()
     return process
+
+
+def latency_args(profile):
+    """The modelled object-store latency (both binaries take the flag)."""
+    return [] if profile == "none" else ["--object-store-latency-profile", profile]
+
+
+def broker_names(brokers):
+    """Each of our brokers once per latency profile: `ours-s3@s3-standard`; `none` keeps the name."""
+    names = []
+    for name in brokers:
+        if name.startswith("ours-"):
+            names += [name if p == "none" else f"{name}@{p}" for p in LATENCY_PROFILES]
+        else:
+            names.append(name)
+    return names
 
 
 def run(argv, timeout_s=WORKLOAD_TIMEOUT_S):
@@ -407,20 +426,22 @@ def object_totals(log_path):
 
 def bench_broker(name, classpath, fixed_rate):
     directory = os.path.join(WORK, name)
+    base, _, latency = name.partition("@")
+    latency = latency or "none"
     moto = None
-    if name == "kafka":
+    if base == "kafka":
         process = start_kafka(directory, classpath)
-    elif name == "ours-file":
-        process = start_ours(directory, None, None)
-    elif name == "ours-old-file":
+    elif base == "ours-file":
+        process = start_ours(directory, None, None, latency=latency)
+    elif base == "ours-old-file":
         # An earlier build, side by side in the same run (BENCH_OLD_BROKER_BIN, _COMPACTOR_BIN).
         process = start_ours(directory, None, None, os.environ["BENCH_OLD_BROKER_BIN"],
-                             os.environ.get("BENCH_OLD_COMPACTOR_BIN"))
+                             os.environ.get("BENCH_OLD_COMPACTOR_BIN"), latency=latency)
     else:
         moto = start_moto(os.path.join(WORK, "moto"))
         env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{S3_PORT}", AWS_ACCESS_KEY_ID="bench",
                    AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1", AWS_ALLOW_HTTP="true")
-        process = start_ours(directory, "s3://bench/wal", env)
+        process = start_ours(directory, "s3://bench/wal", env, latency=latency)
 
     def restart():
         process.stop()
@@ -429,7 +450,7 @@ def bench_broker(name, classpath, fixed_rate):
     def compact():
         """Stops the broker and runs one compactor pass on its storage; the caller restarts it."""
         process.stop()
-        argv = [process.compactor_bin, "--once", "--data-dir", directory]
+        argv = [process.compactor_bin, "--once", "--data-dir", directory] + latency_args(process.latency)
         if process.object_store:
             argv += ["--object-store", process.object_store]
         done = subprocess.run(argv, capture_output=True, text=True, env=process.env,
@@ -460,7 +481,8 @@ def fmt(value, digits=1):
 
 
 def table(summaries):
-    names = [n for n in ["ours-file", "ours-old-file", "ours-s3", "kafka"] if n in summaries]
+    names = sorted((n for n in summaries if n != "kafka"), key=column_order) + \
+        [n for n in summaries if n == "kafka"]
     rows = []
 
     def figure(label, getter, digits=1):
@@ -471,8 +493,7 @@ def table(summaries):
             except (KeyError, TypeError, ZeroDivisionError):
                 values[n] = None
         row = [label] + [fmt(values[n], digits) for n in names]
-        for n, base in RATIOS:
-            if n in names and base in names:
+        for n, base in ratios(names):
                 ours, other = values[n], values[base]
                 row.append(f"{ours / other:.2f}" if isinstance(ours, (int, float)) and other else "n/a")
         rows.append(row)
@@ -499,14 +520,28 @@ def table(summaries):
     figure("WAL PUTs per GiB, fixed-rate and end-to-end workloads", lambda s: puts_per_gib(s, LOW_RATE), 1)
     figure("object GETs per GiB consumed in catch-up",
            lambda s: s["objects"]["gets"] / consumed_gib(s), 1)
-    header = ["figure"] + names + [f"{n}/{b}" for n, b in RATIOS if n in names and b in names]
+    header = ["figure"] + names + [f"{n}/{b}" for n, b in ratios(names)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-# Ratio columns: ours against Kafka, and this build against an earlier one.
-RATIOS = (("ours-file", "kafka"), ("ours-s3", "kafka"), ("ours-file", "ours-old-file"))
+def column_order(name):
+    base, _, latency = name.partition("@")
+    bases = ["ours-file", "ours-old-file", "ours-s3"]
+    profiles = ["", "s3-express", "s3-standard"]
+    return (bases.index(base) if base in bases else len(bases),
+            profiles.index(latency) if latency in profiles else len(profiles), name)
+
+
+def ratios(names):
+    """Ratio columns: each of ours against Kafka, and this build against an earlier one."""
+    pairs = [(n, "kafka") for n in names if n != "kafka" and "kafka" in names]
+    for n in names:
+        old = n.replace("ours-file", "ours-old-file", 1)
+        if n.startswith("ours-file") and old in names:
+            pairs.append((n, old))
+    return pairs
 
 HIGH_RATE = ("max_java", "max_rdk", "default_java", "default_rdk", "p100_java", "p100_rdk")
 LOW_RATE = ("latency_java", "latency_rdk", "e2e_java", "e2e_rdk")
@@ -557,7 +592,7 @@ def versions(classpath):
 
 
 def main():
-    names = os.environ.get("BENCH_BROKERS", "kafka ours-file ours-s3").split()
+    names = broker_names(os.environ.get("BENCH_BROKERS", "kafka ours-file ours-s3").split())
     if os.path.exists(WORK):
         shutil.rmtree(WORK)
     os.makedirs(WORK)
@@ -592,8 +627,10 @@ Generated by `{(command + ' ') if command else ''}bench/run.sh` on {started:%Y-%
 
 - machine: {machine()}, shared with other builds while measuring (figures are noisy)
 - ours: commit {v['ours']}, release build; local-folder store (`file://`, fsync on) with
-  defaults (flush interval 10 ms); S3 store on moto {v['moto']} (in-memory S3 emulator, Python) on
-  loopback with defaults (flush interval 250 ms); in-process compaction off (`--compaction
+  defaults (PUT budget 100/s); S3 store on moto {v['moto']} (in-memory S3 emulator, Python) on
+  loopback with defaults (PUT budget 4/s); columns named `...@<profile>` ran with that modelled
+  object-store latency over their store (`--object-store-latency-profile`, `docs/object-latency.md`:
+  s3-standard PUT 60/160 ms median/p99, s3-express 6/15 ms); in-process compaction off (`--compaction
   false`), the `compactor` binary runs once before the Parquet catch-up
 - Apache Kafka {v['kafka']} single-node KRaft from Maven Central jars, {v['java']},
   JVM flags of `kafka-server-start.sh` (`{' '.join(KAFKA_JVM[:3])} ... G1`); log flush left to the

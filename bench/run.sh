@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One benchmark run: our broker (local folder, then S3 on moto) against Apache Kafka, same clients.
-# Writes BENCHMARKS.md. Knobs: BENCH_RECORDS, BENCH_LATENCY_S, BENCH_BROKERS (see bench/run.py).
+# Writes BENCHMARKS.md. Knobs: BENCH_RECORDS, BENCH_LATENCY_S, BENCH_BROKERS, BENCH_OBJECT_LATENCY
+# (none, s3-standard, s3-express: each of our brokers runs once per profile; see bench/run.py).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

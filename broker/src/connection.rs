@@ -15,7 +15,7 @@
 //! closed, and so is one whose frame does not arrive within `frame_read_timeout_ms`.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
@@ -33,6 +33,7 @@ use crate::config::Config;
 use crate::context::Broker;
 use crate::handlers;
 use crate::listener::stream::Transport;
+use crate::produce_hint::{InFlight, ProduceShape};
 use crate::security::sasl::MAX_RECEIVE_BYTES;
 use crate::security::{Principal, Session};
 use crate::sequencer::Sequencer;
@@ -104,6 +105,7 @@ pub async fn serve<S: Transport>(
         session: Arc::new(session),
         order: Arc::new(RwLock::new(())),
         produce_order: Sequencer::default(),
+        produce_shape: Mutex::default(),
     };
 
     loop {
@@ -178,6 +180,8 @@ struct Requests {
     /// Taken by the reader alone, one request at a time, so turns are granted in request order.
     order: Arc<RwLock<()>>,
     produce_order: Sequencer,
+    /// Watched for clients whose throughput their small batches bound (`produce_hint`).
+    produce_shape: Mutex<ProduceShape>,
 }
 
 impl Requests {
@@ -200,9 +204,13 @@ impl Requests {
                 // Taken here, in request order, before the request runs on its own task.
                 let ticket =
                     (request.api_key == ApiKey::Produce).then(|| self.produce_order.ticket());
+                let in_flight = ticket
+                    .as_ref()
+                    .and_then(|_| self.produce_arrived(&request, &permits));
                 // On its own task, still inside the connection's span.
                 let task = async move {
                     let _permits = permits;
+                    let _in_flight = in_flight;
                     let reply = respond(&broker, request, ticket, &session).await;
                     drop(turn);
                     reply
@@ -233,6 +241,18 @@ impl Requests {
         }
     }
 
+    /// Counts a Produce into the connection's shape; `None` only if the lock is poisoned.
+    fn produce_arrived(&self, request: &codec::Request, permits: &Permits) -> Option<InFlight> {
+        let mut shape = self.produce_shape.lock().ok()?;
+        let client_id = request.header.client_id.as_deref().unwrap_or("");
+        Some(shape.arrived(
+            permits.frame_bytes(),
+            std::time::Instant::now(),
+            self.session.peer,
+            client_id,
+        ))
+    }
+
     /// Every later request is served as `principal` (SASL authentication or its renewal).
     fn authenticated(&mut self, principal: Principal) {
         let mut renewed = Session::clone(&self.session);
@@ -249,8 +269,15 @@ async fn ready(queue: &mpsc::Sender<JoinHandle<Reply>>, reply: Reply) -> bool {
 /// The memory a request holds while it is read and served: its share of the connection's
 /// `max_frame_bytes` and of every connection's `queued_max_request_bytes`.
 pub struct Permits {
-    _connection: OwnedSemaphorePermit,
+    connection: OwnedSemaphorePermit,
     _global: OwnedSemaphorePermit,
+}
+
+impl Permits {
+    /// The size of the frame they were taken for.
+    fn frame_bytes(&self) -> usize {
+        self.connection.num_permits()
+    }
 }
 
 /// Reads a connection's frames with its limits: the wait for a frame is bounded by
@@ -356,7 +383,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             .await
             .ok()?;
         Some(Permits {
-            _connection: connection,
+            connection,
             _global: global,
         })
     }

@@ -14,6 +14,7 @@ pub mod health;
 pub mod key_escape;
 pub mod listener;
 pub mod metrics;
+pub mod produce_hint;
 pub mod producers;
 pub mod quotas;
 pub mod security;
