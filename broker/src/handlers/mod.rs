@@ -136,7 +136,7 @@ pub async fn handle(
     if let (Ok(Some(ResponseKind::Produce(r))), Some(throttle)) = (&mut served, produce_throttle) {
         r.throttle_time_ms = throttle_ms(throttle);
     }
-    if let Ok(Some(response)) = &mut served {
+    if let (Ok(Some(response)), Some(spent)) = (&mut served, spent) {
         if !exempt(api_key) {
             let byte_throttle = throttle_time::carried(response);
             let quotas = &broker.quotas;

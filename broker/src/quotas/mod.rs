@@ -188,19 +188,40 @@ impl Quotas {
         }
     }
 
-    /// A fetch response of `bytes` about to be sent, as Kafka's fetch quota sees it: counted
-    /// when it may go, or, when it would pass the quota, not counted, `peer` muted for the
-    /// throttle time, and the response sent empty (the caller's part).
-    pub fn fetch(&self, user: &str, client_id: &str, bytes: u64, peer: SocketAddr) -> Duration {
+    /// A fetch response of `bytes` about to be sent, as Kafka's fetch and request quotas see
+    /// it: counted when it may go; when it would pass the byte rate, or the request took the
+    /// entity over its request quota (`spent`, the handler time so far, when still to count),
+    /// `peer` muted for the larger throttle, returned, the bytes not counted (they are not
+    /// sent), and the response sent empty (the caller's part).
+    pub fn fetch(
+        &self,
+        user: &str,
+        client_id: &str,
+        bytes: u64,
+        spent: Option<Duration>,
+        peer: SocketAddr,
+    ) -> Duration {
         let kind = QuotaKind::Fetch;
-        let Some((quota, sensor)) = self.resolve(kind, user, client_id) else {
-            return Duration::ZERO;
-        };
-        let now = Instant::now();
         let amount = bytes_amount(bytes);
-        let throttle = self.measure(&sensor, amount, now, quota, Rate::record_unless_throttled);
-        self.throttled(kind, peer, throttle, now);
-        throttle
+        let resolved = self.resolve(kind, user, client_id);
+        let now = Instant::now();
+        let byte_throttle = resolved.as_ref().map_or(Duration::ZERO, |(quota, sensor)| {
+            self.measure(sensor, amount, now, *quota, Rate::record_unless_throttled)
+        });
+        self.throttled(kind, peer, byte_throttle, now);
+        let request_throttle = spent.map_or(Duration::ZERO, |spent| {
+            self.request(user, client_id, spent, byte_throttle, peer)
+        });
+        // Kafka does not count the bytes of a fetch it answers empty, whichever quota did it.
+        if byte_throttle.is_zero() && !request_throttle.is_zero() {
+            if let Some((quota, sensor)) = &resolved {
+                self.measure(sensor, amount, now, *quota, |rate, amount, _, _| {
+                    rate.unrecord(amount);
+                    Duration::ZERO
+                });
+            }
+        }
+        byte_throttle.max(request_throttle)
     }
 
     /// A served request that took `spent` of a handler's time, as Kafka's request quota sees

@@ -7,19 +7,23 @@ use std::time::Duration;
 
 use metastore::MetaStore;
 
-use super::entity::{Entity, Values, CLIENT_ID, REQUEST_PERCENTAGE, USER};
+use super::entity::{Entity, Values, CLIENT_ID, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, USER};
 use super::rate::QuotaWindow;
 use super::{QuotaStore, Quotas};
 
 const PEER: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9);
 
 async fn quotas_with(entity: [(&str, Option<&str>); 1], percentage: f64) -> Quotas {
+    quotas_holding(entity, &[(REQUEST_PERCENTAGE, percentage)]).await
+}
+
+async fn quotas_holding(entity: [(&str, Option<&str>); 1], quotas: &[(&str, f64)]) -> Quotas {
     let meta: Arc<dyn MetaStore> = Arc::new(metastore::MemoryMetaStore::open(Default::default()));
     let store = QuotaStore::open(meta)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let entity = Entity::from_components(entity).unwrap_or_else(|e| panic!("{e}"));
-    let values: Values = [(REQUEST_PERCENTAGE.to_string(), percentage)].into();
+    let values: Values = quotas.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     store
         .set(&entity, values)
         .await
@@ -104,4 +108,19 @@ async fn a_byte_rate_throttle_longer_than_the_request_throttle_is_left_as_it_is(
     assert!(!throttle.is_zero() && throttle < byte_throttle);
     // The byte-rate quota muted the connection (in `admit`); the request quota adds nothing.
     assert!(quotas.lock_muted().get(&PEER).is_none());
+}
+
+#[tokio::test]
+async fn a_fetch_over_its_request_quota_is_throttled_and_its_bytes_not_counted() {
+    let quotas = [(REQUEST_PERCENTAGE, 10.0), (CONSUMER_BYTE_RATE, 1000.0)];
+    let quotas = quotas_holding([(CLIENT_ID, Some("c"))], &quotas).await;
+    // 9,000 bytes over the 10 s span are under 1,000 B/s; 1.05 s of handler time is not.
+    let spent = Some(Duration::from_millis(1050));
+    let throttle = quotas.fetch("u", "c", 9000, spent, PEER);
+    assert!(
+        close_to(throttle, Duration::from_millis(500)),
+        "{throttle:?}"
+    );
+    // Had the first 9,000 bytes been counted, these would pass 1,000 B/s.
+    assert_eq!(quotas.fetch("u", "c", 9000, None, PEER), Duration::ZERO);
 }
