@@ -164,6 +164,11 @@ def metadata_v4_throttles(bootstrap: str, client_id: str, count: int) -> list:
 
 def test_a_client_over_its_request_percentage_is_told_to_wait_and_another_is_not(broker):
     b = broker.bootstrap
+    topic = create_topic(b, unique_topic("request-quota"))
+    producer = Producer({"bootstrap.servers": b})
+    for _ in range(20):
+        producer.produce(topic, value=b"x" * 1000)
+    assert producer.flush(30) == 0
     client_id = unique_topic("request-quota-client")
     tool(b, CONFIGS, "--entity-type", "clients", "--entity-name", client_id, "--alter",
          "--add-config", f"request_percentage={REQUEST_PERCENTAGE}")
@@ -181,8 +186,15 @@ def test_a_client_over_its_request_percentage_is_told_to_wait_and_another_is_not
         # Kafka bounds one throttle by one window (quota.window.size.seconds, 1 s).
         assert 0 < throttled[-1] <= 1000, f"no throttle in {len(throttled)} requests"
         # The response was still sent, with the throttle time: the request was served.
-        unlimited = metadata_v4_throttles(b, unique_topic("unlimited-client"), len(throttled))
+        unlimited_id = unique_topic("unlimited-client")
+        unlimited = metadata_v4_throttles(b, unlimited_id, len(throttled))
         assert unlimited == [0] * len(throttled), unlimited
+        # Still over its request quota (on a new connection, not muted), a Fetch is answered
+        # empty with its throttle time, as one over its byte rate is; the other client reads.
+        throttle_ms, carried = fetch_v4(b, client_id, topic)
+        assert throttle_ms > 0 and carried == [], (throttle_ms, carried)
+        throttle_ms, carried = fetch_v4(b, unlimited_id, topic)
+        assert throttle_ms == 0 and carried[0][2] > 20 * 1000, carried
     finally:
         tool(b, CONFIGS, "--entity-type", "clients", "--entity-name", client_id, "--alter",
              "--delete-config", "request_percentage")
