@@ -1,6 +1,7 @@
 """Client quotas set with Kafka's own `kafka-configs` and enforced with Kafka's semantics: a
-producer held to its byte rate, the throttle time reported to the client. The same test
-passes against the reference Kafka (E2E_TARGET=kafka)."""
+producer held to its byte rate, a fetch over its byte rate answered empty, a client over its
+request quota (`request_percentage`) told to wait, the throttle time reported to the client.
+The same tests pass against the reference Kafka (E2E_TARGET=kafka)."""
 
 import json
 import struct
@@ -12,7 +13,7 @@ import wire
 
 from conftest import create_topic, unique_topic
 from targets import BrokerProcess
-from test_kafka_tools import CONFIGS, tool
+from test_kafka_tools import CONFIGS, run_tool, tool
 
 QUOTA_BYTES_PER_S = 1024 * 1024
 # Rates are measured over `quota.window.num` one-second samples, so a client may send about
@@ -135,3 +136,65 @@ def held_to_its_quota(broker):
          "--delete-config", "producer_byte_rate")
     assert "producer_byte_rate" not in tool(b, CONFIGS, "--entity-type", "clients", "--entity-name", client_id,
                                             "--describe")
+
+
+# 0.01% of one request handler is 1 ms of handler time over Kafka's 10 s measured span: a few
+# hundred Metadata requests take more than that on either broker.
+REQUEST_PERCENTAGE = 0.01
+REQUESTS_MAX = 3000
+
+
+def metadata_v4_throttles(bootstrap: str, client_id: str, count: int) -> list:
+    """Sends up to `count` Metadata v4 requests (no topics) one after another on one
+    connection, stopping at the first throttled one: the `throttle_time_ms` of each."""
+    body = struct.pack(">ib", 0, 0)  # no topics, no auto-creation
+    throttles = []
+    with wire.connect(bootstrap, timeout_s=10) as sock:
+        for correlation_id in range(count):
+            sock.sendall(wire.frame(wire.request_header(wire.API_METADATA, 4, correlation_id, client_id) + body))
+            response = wire.read_frame(sock)
+            assert response is not None, "connection closed"
+            (answered, throttle_ms) = struct.unpack_from(">ii", response, 0)
+            assert answered == correlation_id
+            throttles.append(throttle_ms)
+            if throttle_ms > 0:
+                break
+    return throttles
+
+
+def test_a_client_over_its_request_percentage_is_told_to_wait_and_another_is_not(broker):
+    b = broker.bootstrap
+    topic = create_topic(b, unique_topic("request-quota"))
+    producer = Producer({"bootstrap.servers": b})
+    for _ in range(20):
+        producer.produce(topic, value=b"x" * 1000)
+    assert producer.flush(30) == 0
+    client_id = unique_topic("request-quota-client")
+    tool(b, CONFIGS, "--entity-type", "clients", "--entity-name", client_id, "--alter",
+         "--add-config", f"request_percentage={REQUEST_PERCENTAGE}")
+    described = tool(b, CONFIGS, "--entity-type", "clients", "--entity-name", client_id, "--describe")
+    assert f"Quota configs for client-id '{client_id}' are request_percentage={REQUEST_PERCENTAGE}" in described
+    code, refused = run_tool(b, CONFIGS, "--entity-type", "clients", "--entity-name", client_id, "--alter",
+                             "--add-config", "request_percentage=-1")
+    assert code != 0 and "must be greater than 0" in refused, refused
+    time.sleep(2)  # the quota reaches every broker (Kafka: through its metadata log)
+    try:
+        started = time.monotonic()
+        throttled = metadata_v4_throttles(b, client_id, REQUESTS_MAX)
+        print("REQUEST_QUOTA", len(throttled), "requests until a throttle of", throttled[-1], "ms,",
+              f"{time.monotonic() - started:.2f} s")
+        # Kafka bounds one throttle by one window (quota.window.size.seconds, 1 s).
+        assert 0 < throttled[-1] <= 1000, f"no throttle in {len(throttled)} requests"
+        # The response was still sent, with the throttle time: the request was served.
+        unlimited_id = unique_topic("unlimited-client")
+        unlimited = metadata_v4_throttles(b, unlimited_id, len(throttled))
+        assert unlimited == [0] * len(throttled), unlimited
+        # Still over its request quota (on a new connection, not muted), a Fetch is answered
+        # empty with its throttle time, as one over its byte rate is; the other client reads.
+        throttle_ms, carried = fetch_v4(b, client_id, topic)
+        assert throttle_ms > 0 and carried == [], (throttle_ms, carried)
+        throttle_ms, carried = fetch_v4(b, unlimited_id, topic)
+        assert throttle_ms == 0 and carried[0][2] > 20 * 1000, carried
+    finally:
+        tool(b, CONFIGS, "--entity-type", "clients", "--entity-name", client_id, "--alter",
+             "--delete-config", "request_percentage")

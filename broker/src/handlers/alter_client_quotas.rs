@@ -1,8 +1,9 @@
 //! AlterClientQuotas v0-1 (`kafka-configs --alter --entity-type users|clients`): each entry
 //! is validated as Kafka's `ClientQuotaControlManager` validates it (entity, keys, values),
 //! then its ops applied to the entity's stored quotas in one write, unless `validate_only`.
-//! ALTER_CONFIGS on the cluster, as in Kafka. Only the byte-rate keys are accepted: the others
-//! Kafka knows are refused with a message saying they are not enforced here.
+//! ALTER_CONFIGS on the cluster, as in Kafka. Only the byte-rate keys and `request_percentage`
+//! are accepted: the others Kafka knows are refused with a message saying they are not
+//! enforced here.
 
 use kafka_protocol::messages::alter_client_quotas_request::EntryData;
 use kafka_protocol::messages::alter_client_quotas_response::{self as response, EntityData};

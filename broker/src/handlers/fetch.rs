@@ -85,9 +85,11 @@ pub async fn handle(
     results.extend(denied);
     let bytes = results.iter().map(|r| r.bytes() as u64).sum();
     let user = context.principal.name.as_str();
+    // Counted here, not once answered: over its request quota a Fetch is answered empty too.
+    let spent = crate::quotas::poll_time::take();
     let throttle = broker
         .quotas
-        .fetch(user, &context.client_id, bytes, context.peer);
+        .fetch(user, &context.client_id, bytes, spent, context.peer);
     if !throttle.is_zero() {
         return throttled(broker, &plan, throttle);
     }

@@ -52,6 +52,7 @@ pub mod sasl;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
+mod throttle_time;
 mod txn_offset_commit;
 
 use std::sync::Arc;
@@ -62,7 +63,7 @@ use kafka_protocol::ResponseError;
 use protocol::codec::Request;
 
 use crate::context::Broker;
-use crate::quotas::{throttle_ms, QuotaKind};
+use crate::quotas::{exempt::exempt, poll_time, throttle_ms, QuotaKind};
 use crate::security::Session;
 use crate::sequencer::{Sequencer, Ticket};
 pub use request_context::RequestContext;
@@ -123,9 +124,10 @@ pub async fn handle(
     };
     let started = std::time::Instant::now();
     // A Produce's appends report when they became durable: its `response` stage starts there.
-    let (mut served, durable_at) = storage::wal::stages::durable_at(
+    // The time inside the handler's `poll()` is what a request quota counts (`poll_time`).
+    let ((mut served, durable_at), spent) = poll_time::timed(storage::wal::stages::durable_at(
         serve(broker, request, produce_ticket, session).instrument(span),
-    )
+    ))
     .await;
     if matches!(served, Ok(Some(ResponseKind::Produce(_)))) {
         crate::metrics::produce_answered(durable_at);
@@ -133,6 +135,14 @@ pub async fn handle(
     // A Fetch applies its quota itself: a throttled one is answered empty (`fetch::handle`).
     if let (Ok(Some(ResponseKind::Produce(r))), Some(throttle)) = (&mut served, produce_throttle) {
         r.throttle_time_ms = throttle_ms(throttle);
+    }
+    if let (Ok(Some(response)), Some(spent)) = (&mut served, spent) {
+        if !exempt(api_key) {
+            let byte_throttle = throttle_time::carried(response);
+            let quotas = &broker.quotas;
+            let throttle = quotas.request(user, &client_id, spent, byte_throttle, session.peer);
+            throttle_time::raise(response, throttle);
+        }
     }
     let response = served.as_ref().ok().and_then(Option::as_ref);
     crate::metrics::record_request(api_key, started.elapsed(), response);

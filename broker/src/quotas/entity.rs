@@ -43,12 +43,10 @@ pub const IP: &str = "ip";
 /// The quota keys this broker enforces.
 pub const PRODUCER_BYTE_RATE: &str = "producer_byte_rate";
 pub const CONSUMER_BYTE_RATE: &str = "consumer_byte_rate";
+/// Percent of one request handler's time (KIP-124): 200 is two handlers' worth.
+pub const REQUEST_PERCENTAGE: &str = "request_percentage";
 /// Kafka's other keys: valid there, refused here because nothing would enforce them.
-const NOT_ENFORCED: [&str; 3] = [
-    "request_percentage",
-    "controller_mutation_rate",
-    "connection_creation_rate",
-];
+const NOT_ENFORCED: [&str; 2] = ["controller_mutation_rate", "connection_creation_rate"];
 
 /// The stored quotas of one entity, by key.
 pub type Values = BTreeMap<String, f64>;
@@ -118,15 +116,23 @@ impl Entity {
 pub fn validate_value(entity: &Entity, key: &str, value: f64) -> Result<(), String> {
     if entity.ip.is_some() || NOT_ENFORCED.contains(&key) {
         if NOT_ENFORCED.contains(&key) {
-            return Err(format!("{key} quotas are not enforced by this broker; only {PRODUCER_BYTE_RATE} and {CONSUMER_BYTE_RATE}"));
+            return Err(format!("{key} quotas are not enforced by this broker; only {PRODUCER_BYTE_RATE}, {CONSUMER_BYTE_RATE} and {REQUEST_PERCENTAGE}"));
         }
         return Err(format!("Invalid configuration key {key}"));
     }
-    if key != PRODUCER_BYTE_RATE && key != CONSUMER_BYTE_RATE {
+    if ![PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE].contains(&key) {
         return Err(format!("Invalid configuration key {key}"));
     }
     if value <= 0.0 || value.is_nan() {
         return Err(format!("Quota {key} must be greater than 0"));
+    }
+    if key == REQUEST_PERCENTAGE {
+        // A DOUBLE key: any positive value, fractions too. Kafka also takes infinity, which
+        // the JSON the store keeps cannot hold; a quota that large never throttles anyway.
+        if value.is_infinite() {
+            return Err(format!("Quota {key} must be finite"));
+        }
+        return Ok(());
     }
     // LONG keys: Kafka refuses what a long cannot hold and fractions.
     if value > 9.223_372_036_854_776e18 {
@@ -180,7 +186,22 @@ mod tests {
         assert!(validate_value(&user, PRODUCER_BYTE_RATE, 1024.0).is_ok());
         assert!(validate_value(&user, PRODUCER_BYTE_RATE, 0.0).is_err());
         assert!(validate_value(&user, CONSUMER_BYTE_RATE, 10.5).is_err());
-        assert!(validate_value(&user, "request_percentage", 50.0).is_err());
+        assert!(validate_value(&user, "controller_mutation_rate", 50.0).is_err());
         assert!(validate_value(&user, "no_such_key", 1.0).is_err());
+    }
+
+    #[test]
+    fn request_percentages_may_be_any_positive_finite_fraction() {
+        let client =
+            Entity::from_components([(CLIENT_ID, Some("c"))]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(validate_value(&client, REQUEST_PERCENTAGE, 0.01).is_ok());
+        assert!(validate_value(&client, REQUEST_PERCENTAGE, 250.5).is_ok());
+        assert!(validate_value(&client, REQUEST_PERCENTAGE, 0.0).is_err());
+        assert!(validate_value(&client, REQUEST_PERCENTAGE, -1.0).is_err());
+        assert!(validate_value(&client, REQUEST_PERCENTAGE, f64::NAN).is_err());
+        assert!(validate_value(&client, REQUEST_PERCENTAGE, f64::INFINITY).is_err());
+        let ip =
+            Entity::from_components([(IP, Some("10.0.0.1"))]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(validate_value(&ip, REQUEST_PERCENTAGE, 10.0).is_err());
     }
 }

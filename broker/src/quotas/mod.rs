@@ -1,4 +1,5 @@
-//! Client quotas with Kafka's semantics: produce and fetch byte rates per user, client id or
+//! Client quotas with Kafka's semantics: produce and fetch byte rates, and the share of a
+//! handler's time requests may take (`request_percentage`, [`poll_time`]), per user, client id or
 //! both (defaults and overrides, stored in the MetaStore: [`store`]), resolved in Kafka's order
 //! of precedence, measured over Kafka's sampled window ([`rate`]) and enforced as Kafka does
 //! since KIP-219: the response goes out at once carrying `throttle_time_ms`, and the
@@ -6,6 +7,8 @@
 //! themselves and clients that do not are held to the quota alike.
 
 pub mod entity;
+pub mod exempt;
+pub mod poll_time;
 pub mod rate;
 pub mod settings;
 pub mod store;
@@ -19,7 +22,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
-use entity::{Entity, Name, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
+use entity::{Entity, Name, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE};
 use rate::{QuotaWindow, Rate};
 pub use store::{QuotaStore, QuotaStoreError};
 
@@ -32,6 +35,7 @@ const MUTED_MAX: usize = 100_000;
 pub enum QuotaKind {
     Produce,
     Fetch,
+    Request,
 }
 
 impl QuotaKind {
@@ -39,6 +43,7 @@ impl QuotaKind {
         match self {
             QuotaKind::Produce => PRODUCER_BYTE_RATE,
             QuotaKind::Fetch => CONSUMER_BYTE_RATE,
+            QuotaKind::Request => REQUEST_PERCENTAGE,
         }
     }
 
@@ -46,6 +51,7 @@ impl QuotaKind {
         match self {
             QuotaKind::Produce => "produce",
             QuotaKind::Fetch => "fetch",
+            QuotaKind::Request => "request",
         }
     }
 }
@@ -73,7 +79,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let throttle = Family::<KindLabels, SecondsCounter>::default();
     telemetry::registry::registry().register(
         "kafka_server_quota_throttle_seconds",
-        "Seconds of throttle time given to clients over their byte-rate quota, by quota (produce, fetch)",
+        "Seconds of throttle time given to clients over a quota, by quota (produce, fetch, request: what a request quota adds beyond a byte-rate throttle of the same request)",
         throttle.clone(),
     );
     Metrics { throttle }
@@ -168,7 +174,7 @@ impl Quotas {
                     Some(until) if *until > now => Err(*until),
                     _ => {
                         muted.remove(&peer);
-                        Ok(self.measure(&sensor, bytes, now, quota, Rate::record))
+                        Ok(self.measure(&sensor, bytes_amount(bytes), now, quota, Rate::record))
                     }
                 }
             };
@@ -182,30 +188,77 @@ impl Quotas {
         }
     }
 
-    /// A fetch response of `bytes` about to be sent, as Kafka's fetch quota sees it: counted
-    /// when it may go, or, when it would pass the quota, not counted, `peer` muted for the
-    /// throttle time, and the response sent empty (the caller's part).
-    pub fn fetch(&self, user: &str, client_id: &str, bytes: u64, peer: SocketAddr) -> Duration {
+    /// A fetch response of `bytes` about to be sent, as Kafka's fetch and request quotas see
+    /// it: counted when it may go; when it would pass the byte rate, or the request took the
+    /// entity over its request quota (`spent`, the handler time so far, when still to count),
+    /// `peer` muted for the larger throttle, returned, the bytes not counted (they are not
+    /// sent), and the response sent empty (the caller's part).
+    pub fn fetch(
+        &self,
+        user: &str,
+        client_id: &str,
+        bytes: u64,
+        spent: Option<Duration>,
+        peer: SocketAddr,
+    ) -> Duration {
         let kind = QuotaKind::Fetch;
+        let amount = bytes_amount(bytes);
+        let resolved = self.resolve(kind, user, client_id);
+        let now = Instant::now();
+        let byte_throttle = resolved.as_ref().map_or(Duration::ZERO, |(quota, sensor)| {
+            self.measure(sensor, amount, now, *quota, Rate::record_unless_throttled)
+        });
+        self.throttled(kind, peer, byte_throttle, now);
+        let request_throttle = spent.map_or(Duration::ZERO, |spent| {
+            self.request(user, client_id, spent, byte_throttle, peer)
+        });
+        // Kafka does not count the bytes of a fetch it answers empty, whichever quota did it.
+        if byte_throttle.is_zero() && !request_throttle.is_zero() {
+            if let Some((quota, sensor)) = &resolved {
+                self.measure(sensor, amount, now, *quota, |rate, amount, _, _| {
+                    rate.unrecord(amount);
+                    Duration::ZERO
+                });
+            }
+        }
+        byte_throttle.max(request_throttle)
+    }
+
+    /// A served request that took `spent` of a handler's time, as Kafka's request quota sees
+    /// it: counted, and when the entity is over its `request_percentage` the throttle time
+    /// returned and `peer` muted for it. `byte_throttle` is what a byte-rate quota already gave
+    /// the request: the response carries the larger of the two, and the connection is muted
+    /// until the later end.
+    pub fn request(
+        &self,
+        user: &str,
+        client_id: &str,
+        spent: Duration,
+        byte_throttle: Duration,
+        peer: SocketAddr,
+    ) -> Duration {
+        let kind = QuotaKind::Request;
         let Some((quota, sensor)) = self.resolve(kind, user, client_id) else {
             return Duration::ZERO;
         };
         let now = Instant::now();
-        let throttle = self.measure(&sensor, bytes, now, quota, Rate::record_unless_throttled);
-        self.throttled(kind, peer, throttle, now);
+        let amount = poll_time::percent_seconds(spent);
+        let throttle = self.measure(&sensor, amount, now, quota, Rate::record);
+        if throttle > byte_throttle {
+            self.mute(peer, now + throttle, now);
+            count(kind, throttle - byte_throttle);
+        }
         throttle
     }
 
     fn measure(
         &self,
         sensor: &SensorKey,
-        bytes: u64,
+        amount: f64,
         now: Instant,
         quota: f64,
         record: fn(&mut Rate, f64, Instant, f64) -> Duration,
     ) -> Duration {
-        #[allow(clippy::cast_precision_loss)] // byte counts far below 2^52
-        let amount = bytes as f64;
         let mut sensors = self.sensors.lock().unwrap_or_else(|e| e.into_inner());
         if sensors.len() >= SENSORS_MAX && !sensors.contains_key(sensor) {
             sensors.retain(|_, rate| !rate.is_idle(now));
@@ -230,16 +283,7 @@ impl Quotas {
             return;
         }
         self.mute(peer, now + throttle, now);
-        if !telemetry::enabled() {
-            return;
-        }
-        let labels = KindLabels {
-            quota: kind.label(),
-        };
-        METRICS
-            .throttle
-            .get_or_create(&labels)
-            .inc_by(throttle.as_secs_f64());
+        count(kind, throttle);
     }
 
     fn lock_muted(&self) -> std::sync::MutexGuard<'_, HashMap<SocketAddr, Instant>> {
@@ -276,7 +320,29 @@ impl Quotas {
     }
 }
 
+fn count(kind: QuotaKind, throttle: Duration) {
+    if !telemetry::enabled() {
+        return;
+    }
+    let labels = KindLabels {
+        quota: kind.label(),
+    };
+    METRICS
+        .throttle
+        .get_or_create(&labels)
+        .inc_by(throttle.as_secs_f64());
+}
+
+fn bytes_amount(bytes: u64) -> f64 {
+    #[allow(clippy::cast_precision_loss)] // byte counts far below 2^52
+    let amount = bytes as f64;
+    amount
+}
+
 /// Throttle time as the `throttle_time_ms` field carries it.
 pub fn throttle_ms(throttle: Duration) -> i32 {
     i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX)
 }
+
+#[cfg(test)]
+mod tests;

@@ -64,11 +64,16 @@ impl Rate {
     pub fn record_unless_throttled(&mut self, amount: f64, now: Instant, quota: f64) -> Duration {
         let throttle = self.record(amount, now, quota);
         if !throttle.is_zero() {
-            if let Some((_, total)) = self.samples.last_mut() {
-                *total -= amount;
-            }
+            self.unrecord(amount);
         }
         throttle
+    }
+
+    /// Takes back `amount` recorded last: a fetch answered empty for another quota.
+    pub fn unrecord(&mut self, amount: f64) {
+        if let Some((_, total)) = self.samples.last_mut() {
+            *total -= amount;
+        }
     }
 
     fn horizon(&self) -> Duration {

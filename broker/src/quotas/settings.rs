@@ -9,7 +9,7 @@ pub static QUOTA_WINDOW_NUM: Setting<usize> = Setting::new(
     "quota_window_num",
     11,
     Unit::Count,
-    "Samples a client's byte rate is measured over (Kafka's `quota.window.num`); a fresh client may send about this many windows' worth before it is throttled",
+    "Samples a client's byte rate and request time are measured over (Kafka's `quota.window.num`); a fresh client may send about this many windows' worth before it is throttled",
 )
 .at_least(1)
 .at_most(1000);

@@ -285,9 +285,34 @@ pub async fn alter_client_quotas(ctx: &mut Ctx, version: i16) {
         described(response),
         vec![("producer_byte_rate".to_string(), 1024.0)]
     );
+    // A request quota is a DOUBLE: a fraction of a percent is a valid one.
+    let set = expect_kind!(
+        ctx.call(
+            ApiKey::AlterClientQuotas,
+            version,
+            alter(vec![entry("request_percentage", 250.5, false)], false)
+        )
+        .await,
+        AlterClientQuotas
+    );
+    assert_eq!(set.entries[0].error_code, 0);
+    let response = expect_kind!(
+        ctx.call(ApiKey::DescribeClientQuotas, 1, describe()).await,
+        DescribeClientQuotas
+    );
+    assert_eq!(
+        described(response),
+        vec![
+            ("producer_byte_rate".to_string(), 1024.0),
+            ("request_percentage".to_string(), 250.5)
+        ]
+    );
     for (key, value) in [
         ("producer_byte_rate", 1.5),
         ("producer_byte_rate", -1.0),
+        ("request_percentage", 0.0),
+        ("request_percentage", -5.0),
+        ("controller_mutation_rate", 1.0),
         ("no_such_quota", 1.0),
     ] {
         let refused = expect_kind!(
@@ -305,11 +330,17 @@ pub async fn alter_client_quotas(ctx: &mut Ctx, version: i16) {
             "{key}={value}"
         );
     }
+    let mut both_removed = entry("producer_byte_rate", 0.0, true);
+    both_removed.ops.push(
+        OpData::default()
+            .with_key(s("request_percentage"))
+            .with_remove(true),
+    );
     let removed = expect_kind!(
         ctx.call(
             ApiKey::AlterClientQuotas,
             version,
-            alter(vec![entry("producer_byte_rate", 0.0, true)], false)
+            alter(vec![both_removed], false)
         )
         .await,
         AlterClientQuotas
