@@ -4,21 +4,24 @@ compaction off), the same fixed produce load on each, so rows compare.
 
 A point is `p<N>` (one topic of N partitions, one librdkafka producer), `c<N>` (N franz-go
 producer clients, one connection each, on 10 partitions) or `g<N>` (10 partitions, one librdkafka
-producer, then N consumer groups). Each point has two phases:
+producer, then N consumer groups). Each point has three phases:
 
 - produce: BENCH_SCALE_RATE_MIB MiB/s (default 4) of 1 KiB records for BENCH_SCALE_S seconds
   (default 20), round-robin over all partitions, acks=all, linger 5 ms, batches up to 1 MiB;
 - consume: the broker restarted (caches cold, so reads come from the WAL objects), then the
   point's consumer groups (one for p and c points) each read the whole topic once with franz-go,
-  committing offsets every second.
+  committing offsets every second;
+- idle: the same groups, caught up, go on polling at the end of the log for BENCH_SCALE_IDLE_S
+  seconds (default 10; the time includes their rejoining), with nothing produced: what waiting
+  consumers cost.
 
 Broker CPU seconds come from /proc, peak RSS from VmHWM, WAL PUTs from the objects created in
 the store, GETs, MetaStore operations and request counts from /metrics scraped before and after
 each phase. Run through bench/scale.sh. Knobs (environment): BENCH_SCALE_POINTS (default
-"p10 p1000 p10000 c10 c1000 g1 g100"), BENCH_SCALE_S, BENCH_SCALE_RATE_MIB, BENCH_SCALE_BROKER
-(binary, default target/release/broker), BENCH_SCALE_PORT (default 29592; the metrics listener
-takes the next port). Prints markdown tables and writes them to bench/.work/scale.md, the raw
-figures to bench/.work/scale/results.json.
+"p10 p1000 p10000 c10 c1000 g1 g100"), BENCH_SCALE_S, BENCH_SCALE_RATE_MIB, BENCH_SCALE_IDLE_S,
+BENCH_SCALE_BROKER (binary, default target/release/broker), BENCH_SCALE_PORT (default 29592; the
+metrics listener takes the next port). Prints markdown tables and writes them to
+bench/.work/scale.md, the raw figures to bench/.work/scale/results.json.
 
 `scale.py rdk-produce TOPIC PARTITIONS RATE SECONDS` is the librdkafka producer of a point, run
 as a process of its own so its CPU is not this script's.
@@ -44,6 +47,7 @@ BROKER_BIN = os.path.abspath(os.environ.get("BENCH_SCALE_BROKER", bench.BROKER_B
 POINTS = os.environ.get("BENCH_SCALE_POINTS", "p10 p1000 p10000 c10 c1000 g1 g100").split()
 SECONDS = float(os.environ.get("BENCH_SCALE_S", "20"))
 RATE_MIB = float(os.environ.get("BENCH_SCALE_RATE_MIB", "4"))
+IDLE_S = float(os.environ.get("BENCH_SCALE_IDLE_S", "10"))
 RECORD_BYTES = bench.RECORD_BYTES
 RATE = int(RATE_MIB * 2**20 / RECORD_BYTES)
 BASE_PARTITIONS = 10
@@ -178,10 +182,10 @@ def produce(point, topic):
                       str(point["partitions"]), str(RATE), str(SECONDS)], timeout_s)
 
 
-def consume(point, topic, records):
+def consume(point, topic, records, idle_s=0.0):
     return json_line([LOAD_BIN, "consume", "--bootstrap", bench.BOOTSTRAP, "--topic", topic,
-                      "--groups", str(point["groups"]), "--records", str(records), "--timeout-s", "400"],
-                     450)
+                      "--groups", str(point["groups"]), "--records", str(records), "--idle-s", str(idle_s),
+                      "--timeout-s", "400"], 450)
 
 
 def run_point(name):
@@ -202,6 +206,9 @@ def run_point(name):
         process.start()
         bench.log(f"{name}: {records} records produced, consuming with {point['groups']} group(s)")
         point["consume"] = measure(process, lambda: consume(point, topic, records))
+        bench.log(f"{name}: {point['groups']} group(s) idle at the end of the log for {IDLE_S:g} s")
+        # The groups resume at their committed offsets, the end of the log: nothing to read.
+        point["idle"] = measure(process, lambda: consume(point, topic, 0, IDLE_S))
     finally:
         process.stop()
     return point
@@ -241,12 +248,21 @@ def consume_row(name, p):
             fmt(per_gib(r["metastore_ops"], n), 0), fmt(r.get("short_groups", 0) + r.get("errors", 0))]
 
 
+def idle_row(name, p):
+    r = p.get("idle", {"error": "not run"})
+    if "error" in r:
+        return [name, "failed: " + r["error"][:80]]
+    return [name, fmt(p["partitions"]), fmt(p["groups"]), fmt(100 * r["cpu_s"] / r["wall_s"]),
+            fmt(r["metastore_ops"] / r["wall_s"], 0), fmt(r["fetch_requests"] / r["wall_s"])]
+
+
 PRODUCE_HEADER = ["point", "partitions", "producers", "connections (peak)", "MiB produced",
                   "topic create s", "RSS after create MiB", "broker CPU s/GiB", "broker CPU %",
                   "peak RSS MiB", "WAL PUTs/GiB", "Produce req/s", "MetaStore ops/GiB"]
 CONSUME_HEADER = ["point", "groups", "MiB consumed", "wall s", "broker CPU s/GiB", "peak RSS MiB",
                   "GETs/GiB", "Fetch req/GiB", "OffsetCommit reqs", "MetaStore ops/GiB",
                   "short groups + client errors"]
+IDLE_HEADER = ["point", "partitions", "groups", "broker CPU %", "MetaStore ops/s", "Fetch req/s"]
 
 
 def markdown(header, rows):
@@ -257,6 +273,7 @@ def markdown(header, rows):
 def report(results, elapsed_min):
     produce_t = markdown(PRODUCE_HEADER, [produce_row(n, p) for n, p in results.items()])
     consume_t = markdown(CONSUME_HEADER, [consume_row(n, p) for n, p in results.items()])
+    idle_t = markdown(IDLE_HEADER, [idle_row(n, p) for n, p in results.items()])
     return f"""Scale points (bench/scale.sh), {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {elapsed_min:.0f} minutes;
 machine: {bench.machine()}, shared with other work while measuring (figures are noisy).
 Fixed load per point: {RATE_MIB:g} MiB/s of {RECORD_BYTES}-byte records for {SECONDS:g} s.
@@ -268,6 +285,10 @@ Produce phase (fresh broker; CPU % of one core, mean over the phase):
 Consume phase (broker restarted, caches cold; every group reads the whole topic once):
 
 {consume_t}
+
+Idle phase (the groups caught up, polling at the end of the log for {IDLE_S:g} s, nothing produced):
+
+{idle_t}
 """
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cost and scale curves of our broker (see bench/scale.py): one fresh broker per point (10, 1,000
 # and 10,000 partitions; 10 and 1,000 producer connections; 1 and 100 consumer groups) under the
-# same fixed produce load. Knobs: BENCH_SCALE_POINTS, BENCH_SCALE_S, BENCH_SCALE_RATE_MIB,
+# same fixed produce load. Knobs: BENCH_SCALE_POINTS, BENCH_SCALE_S, BENCH_SCALE_RATE_MIB, BENCH_SCALE_IDLE_S,
 # BENCH_SCALE_BROKER (a broker binary; default target/release/broker, built if missing),
 # BENCH_SCALE_PORT. Writes bench/.work/scale.md; numbers and diagnosis in docs/scale.md.
 set -euo pipefail

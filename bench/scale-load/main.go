@@ -2,19 +2,21 @@
 // would be too heavy as as many librdkafka instances (each has its own threads).
 //
 //	scale-load produce --bootstrap B --topic T --partitions P --clients N --rate R --seconds S [--size 1024]
-//	scale-load consume --bootstrap B --topic T --groups G --records N [--commit-ms 1000] [--timeout-s 300]
+//	scale-load consume --bootstrap B --topic T --groups G --records N [--idle-s 0] [--commit-ms 1000] [--timeout-s 300]
 //
 // produce: N clients, one producer connection each, together sending R records/s of --size
 // bytes for S seconds, round-robin over the P partitions (acks=all, linger 5 ms, batches up to
 // 1 MiB, franz-go's default idempotent producer). consume: G consumer groups of one member
 // each, every group reading the topic from the start until it has N records, committing every
-// --commit-ms and once more at the end. Each mode prints one JSON line.
+// --commit-ms and once more at the end, and then (--idle-s) polling on at the end of the log until
+// that many seconds after the start, to show what idle consumers cost. Each mode prints one JSON line.
 package main
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -39,6 +41,7 @@ func main() {
 	size := fs.Int("size", 1024, "")
 	groups := fs.Int("groups", 1, "")
 	records := fs.Int64("records", 0, "records each group must read")
+	idleS := fs.Float64("idle-s", 0, "keep polling until this long after the start")
 	commitMs := fs.Int("commit-ms", 1000, "")
 	timeoutS := fs.Int("timeout-s", 300, "")
 	if err := fs.Parse(os.Args[2:]); err != nil {
@@ -48,8 +51,8 @@ func main() {
 	case "produce":
 		produce(*bootstrap, *topic, int32(*partitions), *clients, *rate, *seconds, *size)
 	case "consume":
-		consume(*bootstrap, *topic, *groups, *records, time.Duration(*commitMs)*time.Millisecond,
-			time.Duration(*timeoutS)*time.Second)
+		consume(*bootstrap, *topic, *groups, *records, time.Duration(*idleS*float64(time.Second)),
+			time.Duration(*commitMs)*time.Millisecond, time.Duration(*timeoutS)*time.Second)
 	default:
 		fail(fmt.Errorf("unknown mode %q", os.Args[1]))
 	}
@@ -135,12 +138,13 @@ func produce(bootstrap, topic string, partitions int32, n int, rate, seconds flo
 	emit(out)
 }
 
-func consume(bootstrap, topic string, groups int, records int64, commit, timeout time.Duration) {
+func consume(bootstrap, topic string, groups int, records int64, idle, commit, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var total, bytes, errors, short atomic.Int64
+	var total, bytes, failures, short atomic.Int64
 	var slowest atomic.Int64
 	start := time.Now()
+	idleUntil := start.Add(idle)
 	var wg sync.WaitGroup
 	for g := 0; g < groups; g++ {
 		wg.Add(1)
@@ -154,11 +158,17 @@ func consume(bootstrap, topic string, groups int, records int64, commit, timeout
 				fail(err)
 			}
 			var got int64
-			for got < records && ctx.Err() == nil {
-				fetches := cl.PollFetches(ctx)
+			for (got < records || time.Now().Before(idleUntil)) && ctx.Err() == nil {
+				// Caught up: poll only until the idle time is over (PollFetches waits for data).
+				pollCtx, stopPoll := ctx, context.CancelFunc(func() {})
+				if got >= records {
+					pollCtx, stopPoll = context.WithDeadline(ctx, idleUntil)
+				}
+				fetches := cl.PollFetches(pollCtx)
+				stopPoll()
 				fetches.EachError(func(_ string, _ int32, err error) {
-					if err != context.DeadlineExceeded {
-						errors.Add(1)
+					if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+						failures.Add(1)
 					}
 				})
 				fetches.EachRecord(func(r *kgo.Record) {
@@ -172,7 +182,7 @@ func consume(bootstrap, topic string, groups int, records int64, commit, timeout
 			total.Add(got)
 			commitCtx, done := context.WithTimeout(context.Background(), 10*time.Second)
 			if err := cl.CommitUncommittedOffsets(commitCtx); err != nil {
-				errors.Add(1)
+				failures.Add(1)
 			}
 			done()
 			ms := time.Since(start).Milliseconds()
@@ -184,6 +194,6 @@ func consume(bootstrap, topic string, groups int, records int64, commit, timeout
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
 	emit(map[string]any{"groups": groups, "records": total.Load(), "bytes": bytes.Load(),
-		"errors": errors.Load(), "short_groups": short.Load(), "elapsed_s": elapsed,
+		"errors": failures.Load(), "short_groups": short.Load(), "elapsed_s": elapsed,
 		"slowest_group_s": float64(slowest.Load()) / 1000})
 }
