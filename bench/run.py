@@ -438,7 +438,7 @@ def bench_broker(name, classpath, fixed_rate):
         process = start_ours(directory, None, None, os.environ["BENCH_OLD_BROKER_BIN"],
                              os.environ.get("BENCH_OLD_COMPACTOR_BIN"), latency=latency)
     else:
-        moto = start_moto(os.path.join(WORK, "moto"))
+        moto = start_moto(f"{directory}-moto")
         env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{S3_PORT}", AWS_ACCESS_KEY_ID="bench",
                    AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1", AWS_ALLOW_HTTP="true")
         process = start_ours(directory, "s3://bench/wal", env, latency=latency)
