@@ -181,6 +181,8 @@ impl Storage {
                 let last = self.index.last(stream).await?;
                 let trim = self.index.trim_point(stream).await?;
                 state.merge_loaded(last, trim);
+                // Just read: a read at the end right after need not read them again.
+                state.mark_refreshed(self.clock.now_ms());
                 Ok::<(), StorageError>(())
             })
             .await?;
