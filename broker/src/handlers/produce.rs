@@ -496,14 +496,16 @@ async fn duplicate_response(
     }
 }
 
-/// A batch written at `base_offset`, with the partition's log start as it is now.
+/// A batch written at `base_offset`, with the partition's log start as this broker knows it
+/// (not re-read: on a partition written less often than the bounds go stale, a re-read would
+/// put two MetaStore reads on every produce's path; docs/scale.md).
 async fn written(
     broker: &Broker,
     response: PartitionProduceResponse,
     base_offset: u64,
     stream: &str,
 ) -> PartitionProduceResponse {
-    let log_start_offset = broker.storage.bounds(stream).await.map_or(-1, |b| {
+    let log_start_offset = broker.storage.cached_bounds(stream).await.map_or(-1, |b| {
         i64::try_from(b.log_start_offset).unwrap_or(i64::MAX)
     });
     response

@@ -141,6 +141,13 @@ impl Storage {
         self.refresh_if_stale(stream, &state).await
     }
 
+    /// The stream's bounds as this engine knows them, re-read only on first use: its own
+    /// appends and trims at once, other brokers' once a read or the poller has refreshed them.
+    /// For answers that may lag, such as the log start in a Produce response.
+    pub async fn cached_bounds(&self, stream: &str) -> Result<StreamBounds, StorageError> {
+        Ok(self.state(stream).await?.bounds())
+    }
+
     /// A receiver that changes whenever the stream's high watermark advances (for long polls).
     pub async fn watch(
         &self,
