@@ -52,18 +52,51 @@ impl Storage {
     }
 }
 
+/// The poller re-reads at most this many streams' bounds per second: with many watched
+/// streams a round takes `streams / this` seconds instead of 100 ms, so idle long polls on
+/// thousands of partitions cost a bounded share of the MetaStore rather than all of it. Only
+/// wake-ups by other brokers' appends wait longer; long polls still end at their
+/// `max_wait_ms`, and a read at the end re-reads stale bounds itself.
+const POLL_STREAMS_PER_SEC_MAX: u64 = 1000;
+
 async fn poll_watched_streams(storage: Weak<Storage>) {
-    let mut tick = tokio::time::interval(Duration::from_millis(BOUNDS_REFRESH_INTERVAL_MS));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tick.tick().await;
-        let Some(storage) = storage.upgrade() else {
-            return;
-        };
-        for (stream, state) in storage.streams.watched() {
-            if let Err(error) = storage.refresh_if_stale(&stream, &state).await {
-                tracing::debug!(%stream, %error, "cannot refresh stream bounds");
+        let started = tokio::time::Instant::now();
+        let polled = {
+            let Some(storage) = storage.upgrade() else {
+                return;
+            };
+            let watched = storage.streams.watched();
+            for (stream, state) in &watched {
+                if let Err(error) = storage.refresh_if_stale(stream, state).await {
+                    tracing::debug!(%stream, %error, "cannot refresh stream bounds");
+                }
             }
-        }
+            watched.len()
+        };
+        tokio::time::sleep_until(started + round_period(polled)).await;
+    }
+}
+
+/// How long a round of the poller over `streams` streams lasts, at least.
+fn round_period(streams: usize) -> Duration {
+    let bounded_ms = (streams as u64).saturating_mul(1000) / POLL_STREAMS_PER_SEC_MAX;
+    Duration::from_millis(bounded_ms.max(BOUNDS_REFRESH_INTERVAL_MS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_few_watched_streams_are_polled_every_100_ms() {
+        assert_eq!(round_period(0), Duration::from_millis(100));
+        assert_eq!(round_period(100), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn many_watched_streams_are_polled_at_a_bounded_rate() {
+        assert_eq!(round_period(1_000), Duration::from_secs(1));
+        assert_eq!(round_period(10_000), Duration::from_secs(10));
     }
 }
