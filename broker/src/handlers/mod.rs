@@ -125,10 +125,11 @@ pub async fn handle(
     let started = std::time::Instant::now();
     // A Produce's appends report when they became durable: its `response` stage starts there.
     // The time inside the handler's `poll()` is what a request quota counts (`poll_time`).
-    let ((mut served, durable_at), spent) = poll_time::timed(storage::wal::stages::durable_at(
-        serve(broker, request, produce_ticket, session).instrument(span),
-    ))
-    .await;
+    // Boxed: the state machine of every API's handler is large (debug builds overflowed a
+    // 2 MiB thread stack polling it inline), and a caller's future stays small.
+    let serving = Box::pin(serve(broker, request, produce_ticket, session).instrument(span));
+    let ((mut served, durable_at), spent) =
+        poll_time::timed(storage::wal::stages::durable_at(serving)).await;
     if matches!(served, Ok(Some(ResponseKind::Produce(_)))) {
         crate::metrics::produce_answered(durable_at);
     }
