@@ -10,13 +10,12 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{create_topic, encode_batch, name, s, Client, TestBroker};
+use common::{create_topic, name, s, txn_batch, Client, TestBroker};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::records::{Record, TimestampType};
 use kafka_protocol::ResponseError;
 
 /// Timeouts are looked for every 100 ms here.
@@ -82,33 +81,6 @@ async fn add_partition(
         AddPartitionsToTxn
     );
     response.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
-}
-
-fn txn_batch(producer: (i64, i16), first_sequence: i32, values: &[&str]) -> Bytes {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, value)| Record {
-            transactional: true,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: producer.0,
-            producer_epoch: producer.1,
-            sequence: first_sequence + i as i32,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            timestamp: now,
-            key: None,
-            value: Some(Bytes::from(value.to_string())),
-            headers: Default::default(),
-        })
-        .collect();
-    encode_batch(&records)
 }
 
 async fn produce(

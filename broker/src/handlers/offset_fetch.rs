@@ -30,24 +30,58 @@ struct Fetched {
     unstable: BTreeSet<(String, i32)>,
 }
 
+/// One partition's answer, whichever response version carries it.
+struct Answer {
+    index: i32,
+    offset: i64,
+    epoch: i32,
+    metadata: String,
+    error: i16,
+}
+
 impl Fetched {
-    /// `(offset, leader epoch, metadata, error)` of one partition.
-    fn answer(
-        &self,
-        topic: &str,
-        index: i32,
-        record: Option<OffsetRecord>,
-    ) -> (i64, i32, String, i16) {
-        if self.unstable.contains(&(topic.to_string(), index)) {
-            return (
-                -1,
-                -1,
-                String::new(),
-                ResponseError::UnstableOffsetCommit.code(),
-            );
+    /// Every topic's answers: committed (or unstable) partitions, then refused topics.
+    fn answers(self) -> Vec<(String, Vec<Answer>)> {
+        let unstable = self.unstable;
+        let answered = self.offsets.into_iter().map(|(topic, partitions)| {
+            let answers = partitions
+                .into_iter()
+                .map(|(index, record)| {
+                    if !unstable.is_empty() && unstable.contains(&(topic.clone(), index)) {
+                        return Answer::error(index, ResponseError::UnstableOffsetCommit);
+                    }
+                    let (offset, epoch, metadata) = values(record);
+                    Answer {
+                        index,
+                        offset,
+                        epoch,
+                        metadata,
+                        error: 0,
+                    }
+                })
+                .collect();
+            (topic, answers)
+        });
+        let refused = self.refused.into_iter().map(|(topic, partitions)| {
+            let answers = partitions
+                .into_iter()
+                .map(|index| Answer::error(index, TOPIC_REFUSED))
+                .collect();
+            (topic, answers)
+        });
+        answered.chain(refused).collect()
+    }
+}
+
+impl Answer {
+    fn error(index: i32, error: ResponseError) -> Answer {
+        Answer {
+            index,
+            offset: -1,
+            epoch: -1,
+            metadata: String::new(),
+            error: error.code(),
         }
-        let (offset, epoch, metadata) = values(record);
-        (offset, epoch, metadata, 0)
     }
 }
 
@@ -202,84 +236,42 @@ fn values(record: Option<OffsetRecord>) -> (i64, i32, String) {
     }
 }
 
-fn single_group_topics(mut fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
-    let refused = std::mem::take(&mut fetched.refused)
-        .into_iter()
-        .map(|(topic, partitions)| {
-            let partitions = partitions
-                .into_iter()
-                .map(|index| {
-                    OffsetFetchResponsePartition::default()
-                        .with_partition_index(index)
-                        .with_committed_offset(-1)
-                        .with_error_code(TOPIC_REFUSED.code())
-                })
-                .collect();
-            OffsetFetchResponseTopic::default()
-                .with_name(topic_name(&topic))
-                .with_partitions(partitions)
-        });
-    let offsets = std::mem::take(&mut fetched.offsets);
-    let topics: Vec<OffsetFetchResponseTopic> = offsets
-        .into_iter()
-        .map(|(topic, partitions)| {
-            let partitions = partitions
-                .into_iter()
-                .map(|(index, record)| {
-                    let (offset, epoch, metadata, error) = fetched.answer(&topic, index, record);
-                    OffsetFetchResponsePartition::default()
-                        .with_partition_index(index)
-                        .with_committed_offset(offset)
-                        .with_committed_leader_epoch(epoch)
-                        .with_metadata(Some(str_bytes(&metadata)))
-                        .with_error_code(error)
-                })
-                .collect();
-            OffsetFetchResponseTopic::default()
-                .with_name(topic_name(&topic))
-                .with_partitions(partitions)
-        })
-        .collect();
-    topics.into_iter().chain(refused).collect()
+fn single_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopic> {
+    let topic = |(name, answers): (String, Vec<Answer>)| {
+        let partitions = answers
+            .into_iter()
+            .map(|a| {
+                OffsetFetchResponsePartition::default()
+                    .with_partition_index(a.index)
+                    .with_committed_offset(a.offset)
+                    .with_committed_leader_epoch(a.epoch)
+                    .with_metadata(Some(str_bytes(&a.metadata)))
+                    .with_error_code(a.error)
+            })
+            .collect();
+        OffsetFetchResponseTopic::default()
+            .with_name(topic_name(&name))
+            .with_partitions(partitions)
+    };
+    fetched.answers().into_iter().map(topic).collect()
 }
 
-fn multi_group_topics(mut fetched: Fetched) -> Vec<OffsetFetchResponseTopics> {
-    let refused = std::mem::take(&mut fetched.refused)
-        .into_iter()
-        .map(|(topic, partitions)| {
-            let partitions = partitions
-                .into_iter()
-                .map(|index| {
-                    OffsetFetchResponsePartitions::default()
-                        .with_partition_index(index)
-                        .with_committed_offset(-1)
-                        .with_error_code(TOPIC_REFUSED.code())
-                })
-                .collect();
-            OffsetFetchResponseTopics::default()
-                .with_name(topic_name(&topic))
-                .with_partitions(partitions)
-        });
-    let offsets = std::mem::take(&mut fetched.offsets);
-    let topics: Vec<OffsetFetchResponseTopics> = offsets
-        .into_iter()
-        .map(|(topic, partitions)| {
-            let partitions = partitions
-                .into_iter()
-                .map(|(index, record)| {
-                    let (offset, epoch, metadata, error) = fetched.answer(&topic, index, record);
-                    OffsetFetchResponsePartitions::default()
-                        .with_partition_index(index)
-                        .with_committed_offset(offset)
-                        .with_committed_leader_epoch(epoch)
-                        .with_metadata(Some(str_bytes(&metadata)))
-                        .with_error_code(error)
-                })
-                .collect();
-            OffsetFetchResponseTopics::default()
-                .with_name(topic_name(&topic))
-                .with_partitions(partitions)
-        })
-        .collect();
-    topics.into_iter().chain(refused).collect()
+fn multi_group_topics(fetched: Fetched) -> Vec<OffsetFetchResponseTopics> {
+    let topic = |(name, answers): (String, Vec<Answer>)| {
+        let partitions = answers
+            .into_iter()
+            .map(|a| {
+                OffsetFetchResponsePartitions::default()
+                    .with_partition_index(a.index)
+                    .with_committed_offset(a.offset)
+                    .with_committed_leader_epoch(a.epoch)
+                    .with_metadata(Some(str_bytes(&a.metadata)))
+                    .with_error_code(a.error)
+            })
+            .collect();
+        OffsetFetchResponseTopics::default()
+            .with_name(topic_name(&name))
+            .with_partitions(partitions)
+    };
+    fetched.answers().into_iter().map(topic).collect()
 }

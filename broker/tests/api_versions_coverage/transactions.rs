@@ -4,7 +4,6 @@
 //! read_committed fetches, those of an aborted one reported aborted, offsets committed only
 //! with their transaction.
 
-use bytes::Bytes;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::fetch_request::FetchTopic;
 use kafka_protocol::messages::fetch_response::PartitionData;
@@ -13,14 +12,13 @@ use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::*;
-use kafka_protocol::records::{Record, TimestampType};
 use kafka_protocol::ResponseError;
 
-use crate::common::{encode_batch, name, s};
+use crate::common::{name, s, txn_batch};
 use crate::ctx::Ctx;
 use crate::expect_kind;
 use crate::groups::gid;
-use crate::log::{decode, fetch_partition, now_ms, produce_request, FETCH_LATEST, PRODUCE_LATEST};
+use crate::log::{decode, fetch_partition, produce_request, FETCH_LATEST, PRODUCE_LATEST};
 
 const ADD_PARTITIONS: i16 = 3;
 const ADD_OFFSETS: i16 = 3;
@@ -112,29 +110,6 @@ async fn add_partitions(
     add_or_verify(ctx, version, false, (id, producer), topic, partitions).await
 }
 
-fn txn_batch(producer: (i64, i16), values: &[&str]) -> Bytes {
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, value)| Record {
-            transactional: true,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: producer.0,
-            producer_epoch: producer.1,
-            sequence: i as i32,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            timestamp: now_ms(),
-            key: None,
-            value: Some(Bytes::from(value.to_string())),
-            headers: Default::default(),
-        })
-        .collect();
-    encode_batch(&records)
-}
-
 /// A transactional produce: the partition's error and base offset.
 async fn produce(
     ctx: &mut Ctx,
@@ -143,7 +118,7 @@ async fn produce(
     topic: &str,
     values: &[&str],
 ) -> (i16, i64) {
-    let request = produce_request(-1, vec![(topic, 0, txn_batch(producer, values))])
+    let request = produce_request(-1, vec![(topic, 0, txn_batch(producer, 0, values))])
         .with_transactional_id(Some(txn_id(id)));
     let response = expect_kind!(
         ctx.call(ApiKey::Produce, PRODUCE_LATEST, request).await,

@@ -193,6 +193,35 @@ pub async fn create_topic(client: &mut Client, topic: &str, partitions: i32) -> 
     response.topics[0].topic_id
 }
 
+/// A transactional batch of `values` from `producer` (id, epoch), sequences from
+/// `first_sequence`, stamped now.
+pub fn txn_batch(producer: (i64, i16), first_sequence: i32, values: &[&str]) -> Bytes {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| Record {
+            transactional: true,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: producer.0,
+            producer_epoch: producer.1,
+            sequence: first_sequence + i32::try_from(i).unwrap(),
+            timestamp_type: kafka_protocol::records::TimestampType::Creation,
+            offset: i64::try_from(i).unwrap(),
+            timestamp: i64::try_from(now).unwrap(),
+            key: None,
+            value: Some(Bytes::from(value.to_string())),
+            headers: Default::default(),
+        })
+        .collect();
+    encode_batch(&records)
+}
+
 /// One uncompressed v2 record batch holding `records`.
 pub fn encode_batch(records: &[Record]) -> Bytes {
     let mut buf = BytesMut::new();
