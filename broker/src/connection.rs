@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
+use kafka_protocol::messages::RequestKind;
 use protocol::codec::{self, RequestError};
 use protocol::frame::{self, read_frame_body, read_frame_len, wait_for_frame, FrameError};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
@@ -245,8 +246,17 @@ impl Requests {
     fn produce_arrived(&self, request: &codec::Request, permits: &Permits) -> Option<InFlight> {
         let mut shape = self.produce_shape.lock().ok()?;
         let client_id = request.header.client_id.as_deref().unwrap_or("");
+        let batches = match &request.body {
+            RequestKind::Produce(produce) => produce
+                .topic_data
+                .iter()
+                .map(|topic| topic.partition_data.len())
+                .sum(),
+            _ => 0,
+        };
         Some(shape.arrived(
             permits.frame_bytes(),
+            batches,
             std::time::Instant::now(),
             self.session.peer,
             client_id,

@@ -1,5 +1,6 @@
 //! A hint in the log when a connection's produce throughput is bound by its batching: many
-//! small Produce requests, several in flight at once, each waiting about one object PUT. Such a
+//! Produce requests of small partition batches, several in flight at once, each waiting about
+//! one object PUT. Such a
 //! client moves at most `max.in.flight x request size` per produce latency (the Java producer's
 //! defaults: 5 x partitions x 16 KiB), however idle the broker is, and larger `batch.size` and
 //! `linger.ms` are what lifts it (`docs/client-settings.md`).
@@ -13,11 +14,12 @@ use std::time::{Duration, Instant};
 const WINDOW: Duration = Duration::from_secs(10);
 /// ...holding at least this many requests...
 const REQUESTS_MIN: u32 = 50;
-/// ...of this mean size or less...
-const SMALL_REQUEST_BYTES: u64 = 64 << 10;
+/// ...whose partition batches are this big on average, or smaller (the Java producer's
+/// default `batch.size` is 16 KiB; a request holds one batch per partition)...
+const SMALL_BATCH_BYTES: u64 = 32 << 10;
 /// ...that found, on average, at least this many of the connection's earlier produce requests
 /// still in flight: the client is waiting on acknowledgements, not on its own data.
-const IN_FLIGHT_MEAN_MIN: f64 = 2.0;
+const IN_FLIGHT_MEAN_MIN: f64 = 1.0;
 /// The whole broker hints at most once per this long, whatever the number of such clients.
 const HINT_SPACING: Duration = Duration::from_secs(60);
 
@@ -30,6 +32,7 @@ pub struct ProduceShape {
     window_started: Option<Instant>,
     requests: u32,
     bytes: u64,
+    batches: u64,
     in_flight_seen: u64,
     hinted: bool,
 }
@@ -48,7 +51,7 @@ impl Drop for InFlight {
 #[derive(Debug, PartialEq)]
 pub struct Verdict {
     pub requests: u32,
-    pub mean_request_bytes: u64,
+    pub mean_batch_bytes: u64,
     pub mean_in_flight: f64,
 }
 
@@ -59,6 +62,7 @@ impl Default for ProduceShape {
             window_started: None,
             requests: 0,
             bytes: 0,
+            batches: 0,
             in_flight_seen: 0,
             hinted: false,
         }
@@ -66,16 +70,17 @@ impl Default for ProduceShape {
 }
 
 impl ProduceShape {
-    /// Counts a produce request of `frame_bytes` arriving at `now`; logs the hint when the
-    /// window it closes earns one.
+    /// Counts a produce request of `frame_bytes` holding `batches` partition batches, arriving
+    /// at `now`; logs the hint when the window it closes earns one.
     pub fn arrived(
         &mut self,
         frame_bytes: usize,
+        batches: usize,
         now: Instant,
         peer: SocketAddr,
         client_id: &str,
     ) -> InFlight {
-        if let Some(verdict) = self.observe(frame_bytes, now) {
+        if let Some(verdict) = self.observe(frame_bytes, batches, now) {
             hint(&verdict, peer, client_id, now);
         }
         self.in_flight.fetch_add(1, Ordering::AcqRel);
@@ -84,7 +89,7 @@ impl ProduceShape {
 
     /// The accounting of [`arrived`](Self::arrived), without the log: a verdict once per
     /// connection, for the first window that earns it.
-    fn observe(&mut self, frame_bytes: usize, now: Instant) -> Option<Verdict> {
+    fn observe(&mut self, frame_bytes: usize, batches: usize, now: Instant) -> Option<Verdict> {
         let started = *self.window_started.get_or_insert(now);
         let mut verdict = None;
         if now.saturating_duration_since(started) >= WINDOW {
@@ -92,10 +97,12 @@ impl ProduceShape {
             self.window_started = Some(now);
             self.requests = 0;
             self.bytes = 0;
+            self.batches = 0;
             self.in_flight_seen = 0;
         }
         self.requests = self.requests.saturating_add(1);
         self.bytes = self.bytes.saturating_add(frame_bytes as u64);
+        self.batches = self.batches.saturating_add(batches as u64);
         let others = self.in_flight.load(Ordering::Acquire) as u64;
         self.in_flight_seen = self.in_flight_seen.saturating_add(others);
         if verdict.is_some() {
@@ -111,10 +118,10 @@ impl ProduceShape {
         let requests = u64::from(self.requests);
         let verdict = Verdict {
             requests: self.requests,
-            mean_request_bytes: self.bytes / requests,
+            mean_batch_bytes: self.bytes / self.batches.max(1),
             mean_in_flight: self.in_flight_seen as f64 / requests as f64,
         };
-        let bound = verdict.mean_request_bytes <= SMALL_REQUEST_BYTES
+        let bound = verdict.mean_batch_bytes <= SMALL_BATCH_BYTES
             && verdict.mean_in_flight >= IN_FLIGHT_MEAN_MIN;
         bound.then_some(verdict)
     }
@@ -134,9 +141,9 @@ fn hint(verdict: &Verdict, peer: SocketAddr, client_id: &str, now: Instant) {
         %peer,
         client_id,
         requests = verdict.requests,
-        mean_request_bytes = verdict.mean_request_bytes,
+        mean_batch_bytes = verdict.mean_batch_bytes,
         mean_in_flight = format!("{:.1}", verdict.mean_in_flight),
-        "produce throughput is bound by small requests waiting on object-store latency: a \
+        "produce throughput is bound by small batches waiting on object-store latency: a \
          larger batch.size and linger.ms raise it (docs/client-settings.md)"
     );
 }
@@ -145,8 +152,15 @@ fn hint(verdict: &Verdict, peer: SocketAddr, client_id: &str, now: Instant) {
 mod tests {
     use super::*;
 
-    /// `count` requests of `bytes` spread over one window, each finding `in_flight` others.
-    fn feed(shape: &mut ProduceShape, t0: Instant, count: u32, bytes: usize, in_flight: usize) {
+    /// `count` requests of 8 batches of `batch_bytes` each, spread over one window, each
+    /// finding `in_flight` others.
+    fn feed(
+        shape: &mut ProduceShape,
+        t0: Instant,
+        count: u32,
+        batch_bytes: usize,
+        in_flight: usize,
+    ) {
         let mut held = Vec::new();
         for _ in 0..in_flight {
             shape.in_flight.fetch_add(1, Ordering::AcqRel);
@@ -154,11 +168,8 @@ mod tests {
         }
         for i in 0..count {
             let now = t0 + WINDOW * i / count;
-            assert_eq!(
-                shape.observe(bytes, now),
-                None,
-                "request {i} inside the window"
-            );
+            let verdict = shape.observe(8 * batch_bytes, 8, now);
+            assert_eq!(verdict, None, "request {i} inside the window");
         }
     }
 
@@ -166,22 +177,22 @@ mod tests {
     fn small_pipelined_requests_earn_one_hint_when_their_window_closes() {
         let mut shape = ProduceShape::default();
         let t0 = Instant::now();
-        feed(&mut shape, t0, 200, 20 << 10, 4);
-        let verdict = shape.observe(100, t0 + WINDOW).expect("a hint");
+        feed(&mut shape, t0, 200, 16 << 10, 4);
+        let verdict = shape.observe(100, 1, t0 + WINDOW).expect("a hint");
         assert_eq!(verdict.requests, 200);
-        assert_eq!(verdict.mean_request_bytes, 20 << 10);
+        assert_eq!(verdict.mean_batch_bytes, 16 << 10);
         assert!((verdict.mean_in_flight - 4.0).abs() < 1e-9);
         // Once per connection.
-        feed(&mut shape, t0 + WINDOW, 200, 20 << 10, 4);
-        assert_eq!(shape.observe(100, t0 + WINDOW * 2), None);
+        feed(&mut shape, t0 + WINDOW, 200, 16 << 10, 4);
+        assert_eq!(shape.observe(100, 1, t0 + WINDOW * 2), None);
     }
 
     #[test]
-    fn large_requests_earn_no_hint() {
+    fn large_batches_earn_no_hint() {
         let mut shape = ProduceShape::default();
         let t0 = Instant::now();
-        feed(&mut shape, t0, 200, 1 << 20, 4);
-        assert_eq!(shape.observe(100, t0 + WINDOW), None);
+        feed(&mut shape, t0, 200, 256 << 10, 4);
+        assert_eq!(shape.observe(100, 1, t0 + WINDOW), None);
     }
 
     #[test]
@@ -189,7 +200,7 @@ mod tests {
         let mut shape = ProduceShape::default();
         let t0 = Instant::now();
         feed(&mut shape, t0, 200, 1 << 10, 0);
-        assert_eq!(shape.observe(100, t0 + WINDOW), None);
+        assert_eq!(shape.observe(100, 1, t0 + WINDOW), None);
     }
 
     #[test]
@@ -197,15 +208,15 @@ mod tests {
         let mut shape = ProduceShape::default();
         let t0 = Instant::now();
         feed(&mut shape, t0, REQUESTS_MIN - 1, 1 << 10, 4);
-        assert_eq!(shape.observe(100, t0 + WINDOW), None);
+        assert_eq!(shape.observe(100, 1, t0 + WINDOW), None);
     }
 
     #[test]
     fn a_request_served_leaves_the_in_flight_count() {
         let mut shape = ProduceShape::default();
         let peer: SocketAddr = ([127, 0, 0, 1], 1).into();
-        let first = shape.arrived(10, Instant::now(), peer, "c");
-        let second = shape.arrived(10, Instant::now(), peer, "c");
+        let first = shape.arrived(10, 1, Instant::now(), peer, "c");
+        let second = shape.arrived(10, 1, Instant::now(), peer, "c");
         assert_eq!(shape.in_flight.load(Ordering::Acquire), 2);
         drop(first);
         drop(second);
