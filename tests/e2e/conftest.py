@@ -6,6 +6,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from targets import BrokerProcess
@@ -55,6 +56,21 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config=None) ->
     futures[name].result(timeout=30)
     wait_for_leaders(bootstrap, name, partitions)
     return name
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, count: int, protocol: str = "classic") -> None:
+    """Reads `count` records of `topic` as `group` (group.protocol `protocol`) and commits them."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "group.protocol": protocol})
+    consumer.subscribe([topic])
+    seen, deadline = 0, time.monotonic() + 30
+    while seen < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    assert seen == count
 
 
 def wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout_s: float = 20) -> None:

@@ -9,9 +9,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 
-from conftest import unique_topic
+from conftest import consume_and_commit, unique_topic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,20 +43,6 @@ def produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None:
     for i in range(count):
         producer.produce(topic, value=f"v{i}".encode(), partition=partition)
     assert producer.flush(30) == 0
-
-
-def consume_and_commit(bootstrap: str, topic: str, group: str, count: int) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    seen, deadline = 0, time.monotonic() + 30
-    while seen < count and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            seen += 1
-    consumer.commit(asynchronous=False)
-    consumer.close()
-    assert seen == count
 
 
 def test_topics_are_created_described_altered_and_deleted_with_kafka_topics(broker):

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from cluster import Cluster, tools_available
-from conftest import create_topic, unique_topic
+from conftest import consume_and_commit, create_topic, unique_topic
 from targets import BrokerProcess, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -203,20 +203,6 @@ def test_json_logs_are_one_object_per_line_with_the_request_span(tmp_path):
     assert created[0]["spans"][0]["listener"] == "PLAINTEXT"
 
 
-def consume_all_and_commit(bootstrap: str, topic: str, group: str, count: int, protocol: str = "classic") -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, "group.protocol": protocol})
-    consumer.subscribe([topic])
-    seen, deadline = 0, time.monotonic() + 30
-    while seen < count and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            seen += 1
-    consumer.commit(asynchronous=False)
-    consumer.close()
-    assert seen == count
-
-
 def produce_to(bootstrap: str, topic: str, partition: int, count: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     for i in range(count):
@@ -244,11 +230,11 @@ def test_consumer_lag_is_exported_per_group_and_partition_up_to_the_series_cap(t
         # Groups are exported by id: "a-..." fills the cap before "b-...".
         first, second = unique_topic("a-lag"), unique_topic("b-lag")
         produce_to(b, one, 0, 10)
-        consume_all_and_commit(b, one, first, 10)
+        consume_and_commit(b, one, first, 10)
         produce_to(b, one, 0, 7)
         produce_to(b, two, 0, 3)
         produce_to(b, two, 1, 4)
-        consume_all_and_commit(b, two, second, 7)
+        consume_and_commit(b, two, second, 7)
         text = wait_for_sample(http_port, "kafka_consumergroup_lag", 7, consumergroup=first, topic=one, partition=0)
         assert sample(text, "kafka_consumergroup_lag", consumergroup=first, topic=one, partition=0) == 7, text
         text = wait_for_sample(http_port, "diskless_consumergroup_lag_groups_dropped", 1)
@@ -269,7 +255,7 @@ def test_consumer_lag_of_a_kip_848_consumer_group_is_exported(tmp_path):
         b = broker.bootstrap
         topic, group = create_topic(b, unique_topic("lag-848")), unique_topic("g848")
         produce_to(b, topic, 0, 6)
-        consume_all_and_commit(b, topic, group, 6, protocol="consumer")
+        consume_and_commit(b, topic, group, 6, protocol="consumer")
         produce_to(b, topic, 0, 4)
         text = wait_for_sample(http_port, "kafka_consumergroup_lag", 4, consumergroup=group, topic=topic, partition=0)
         assert sample(text, "kafka_consumergroup_lag", consumergroup=group, topic=topic, partition=0) == 4, text
@@ -285,7 +271,7 @@ def test_consumer_lag_is_not_exported_when_switched_off(tmp_path):
     try:
         topic = create_topic(broker.bootstrap, unique_topic("lag-off"))
         produce_to(broker.bootstrap, topic, 0, 3)
-        consume_all_and_commit(broker.bootstrap, topic, unique_topic("g"), 3)
+        consume_and_commit(broker.bootstrap, topic, unique_topic("g"), 3)
         _, text = get(http_port, "/metrics")
         assert "kafka_consumergroup_lag" not in text
     finally:
