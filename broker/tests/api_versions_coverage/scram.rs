@@ -230,78 +230,21 @@ pub async fn alter_client_quotas(ctx: &mut Ctx, version: i16) {
                 .with_value(value)
                 .with_remove(remove)])
     };
-    let alter = |entries: Vec<EntryData>, validate_only: bool| {
-        AlterClientQuotasRequest::default()
-            .with_entries(entries)
-            .with_validate_only(validate_only)
-    };
-    let describe = || {
-        DescribeClientQuotasRequest::default().with_components(vec![ComponentData::default()
-            .with_entity_type(s("user"))
-            .with_match_type(0)
-            .with_match(Some(s(&user)))])
-    };
-    let described = |response: DescribeClientQuotasResponse| -> Vec<(String, f64)> {
-        response
-            .entries
-            .unwrap_or_default()
-            .iter()
-            .flat_map(|e| e.values.iter().map(|v| (v.key.to_string(), v.value)))
-            .collect()
-    };
-    let checked = expect_kind!(
-        ctx.call(
-            ApiKey::AlterClientQuotas,
-            version,
-            alter(vec![entry("producer_byte_rate", 1024.0, false)], true)
-        )
-        .await,
-        AlterClientQuotas
-    );
-    assert_eq!(checked.entries[0].error_code, 0);
-    let response = expect_kind!(
-        ctx.call(ApiKey::DescribeClientQuotas, 1, describe()).await,
-        DescribeClientQuotas
-    );
-    assert!(
-        described(response).is_empty(),
-        "validate_only stored a quota"
-    );
-    let set = expect_kind!(
-        ctx.call(
-            ApiKey::AlterClientQuotas,
-            version,
-            alter(vec![entry("producer_byte_rate", 1024.0, false)], false)
-        )
-        .await,
-        AlterClientQuotas
-    );
-    assert_eq!(set.entries[0].error_code, 0);
-    let response = expect_kind!(
-        ctx.call(ApiKey::DescribeClientQuotas, 1, describe()).await,
-        DescribeClientQuotas
-    );
+    let producer_rate = entry("producer_byte_rate", 1024.0, false);
+    let error = alter_quota(ctx, version, producer_rate.clone(), true).await;
+    assert_eq!(error, 0);
+    let stored = quotas_of(ctx, &user).await;
+    assert!(stored.is_empty(), "validate_only stored a quota");
+    assert_eq!(alter_quota(ctx, version, producer_rate, false).await, 0);
     assert_eq!(
-        described(response),
+        quotas_of(ctx, &user).await,
         vec![("producer_byte_rate".to_string(), 1024.0)]
     );
     // A request quota is a DOUBLE: a fraction of a percent is a valid one.
-    let set = expect_kind!(
-        ctx.call(
-            ApiKey::AlterClientQuotas,
-            version,
-            alter(vec![entry("request_percentage", 250.5, false)], false)
-        )
-        .await,
-        AlterClientQuotas
-    );
-    assert_eq!(set.entries[0].error_code, 0);
-    let response = expect_kind!(
-        ctx.call(ApiKey::DescribeClientQuotas, 1, describe()).await,
-        DescribeClientQuotas
-    );
+    let request_rate = entry("request_percentage", 250.5, false);
+    assert_eq!(alter_quota(ctx, version, request_rate, false).await, 0);
     assert_eq!(
-        described(response),
+        quotas_of(ctx, &user).await,
         vec![
             ("producer_byte_rate".to_string(), 1024.0),
             ("request_percentage".to_string(), 250.5)
@@ -315,20 +258,8 @@ pub async fn alter_client_quotas(ctx: &mut Ctx, version: i16) {
         ("controller_mutation_rate", 1.0),
         ("no_such_quota", 1.0),
     ] {
-        let refused = expect_kind!(
-            ctx.call(
-                ApiKey::AlterClientQuotas,
-                version,
-                alter(vec![entry(key, value, false)], false)
-            )
-            .await,
-            AlterClientQuotas
-        );
-        assert_eq!(
-            refused.entries[0].error_code,
-            ResponseError::InvalidRequest.code(),
-            "{key}={value}"
-        );
+        let error = alter_quota(ctx, version, entry(key, value, false), false).await;
+        assert_eq!(error, ResponseError::InvalidRequest.code(), "{key}={value}");
     }
     let mut both_removed = entry("producer_byte_rate", 0.0, true);
     both_removed.ops.push(
@@ -336,21 +267,8 @@ pub async fn alter_client_quotas(ctx: &mut Ctx, version: i16) {
             .with_key(s("request_percentage"))
             .with_remove(true),
     );
-    let removed = expect_kind!(
-        ctx.call(
-            ApiKey::AlterClientQuotas,
-            version,
-            alter(vec![both_removed], false)
-        )
-        .await,
-        AlterClientQuotas
-    );
-    assert_eq!(removed.entries[0].error_code, 0);
-    let response = expect_kind!(
-        ctx.call(ApiKey::DescribeClientQuotas, 1, describe()).await,
-        DescribeClientQuotas
-    );
-    assert!(described(response).is_empty());
+    assert_eq!(alter_quota(ctx, version, both_removed, false).await, 0);
+    assert!(quotas_of(ctx, &user).await.is_empty());
     // A name longer than the entity name cap (1024 bytes) is refused, as a bad value is.
     let long_name = EntryData::default()
         .with_entity(vec![EntityData::default()
@@ -359,17 +277,42 @@ pub async fn alter_client_quotas(ctx: &mut Ctx, version: i16) {
         .with_ops(vec![OpData::default()
             .with_key(s("consumer_byte_rate"))
             .with_value(1024.0)]);
-    let refused = expect_kind!(
-        ctx.call(
-            ApiKey::AlterClientQuotas,
-            version,
-            alter(vec![long_name], false)
-        )
-        .await,
+    let error = alter_quota(ctx, version, long_name, false).await;
+    assert_eq!(error, ResponseError::InvalidRequest.code());
+}
+
+/// One AlterClientQuotas entry sent alone: its error code.
+async fn alter_quota(
+    ctx: &mut Ctx,
+    version: i16,
+    entry: kafka_protocol::messages::alter_client_quotas_request::EntryData,
+    validate_only: bool,
+) -> i16 {
+    let request = AlterClientQuotasRequest::default()
+        .with_entries(vec![entry])
+        .with_validate_only(validate_only);
+    let response = expect_kind!(
+        ctx.call(ApiKey::AlterClientQuotas, version, request).await,
         AlterClientQuotas
     );
-    assert_eq!(
-        refused.entries[0].error_code,
-        ResponseError::InvalidRequest.code()
+    response.entries[0].error_code
+}
+
+/// The `(key, value)` quotas DescribeClientQuotas v1 lists for `user` (any client id).
+async fn quotas_of(ctx: &mut Ctx, user: &str) -> Vec<(String, f64)> {
+    let request =
+        DescribeClientQuotasRequest::default().with_components(vec![ComponentData::default()
+            .with_entity_type(s("user"))
+            .with_match_type(0)
+            .with_match(Some(s(user)))]);
+    let response = expect_kind!(
+        ctx.call(ApiKey::DescribeClientQuotas, 1, request).await,
+        DescribeClientQuotas
     );
+    response
+        .entries
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|e| e.values.iter().map(|v| (v.key.to_string(), v.value)))
+        .collect()
 }
