@@ -11,9 +11,9 @@
 
 use bytes::Bytes;
 use storage::wal::format::{
-    decode_directory, decode_object, encode_object, parse_footer, verify_slice, FormatError,
-    Region, SliceSpec, DIRECTORY_ENTRY_FIXED_LEN, FOOTER_LEN, HEADER_LEN, OBJECT_BYTES_MAX,
-    SLICE_COUNT_MAX, STREAM_ID_BYTES_MAX,
+    decode_directory, decode_object, encode_object, encode_object_parts, parse_footer,
+    verify_slice, FormatError, Region, SliceSpec, DIRECTORY_ENTRY_FIXED_LEN, FOOTER_LEN,
+    HEADER_LEN, OBJECT_BYTES_MAX, SLICE_COUNT_MAX, STREAM_ID_BYTES_MAX,
 };
 
 fn spec<'a>(stream: &'a str, payload: &'a [Bytes]) -> SliceSpec<'a> {
@@ -84,6 +84,39 @@ fn round_trip_returns_entries_and_payload_ranges() {
         let slice = &object[entry.offset as usize..][..entry.len as usize];
         verify_slice(slice, entry.len, entry.crc32c).unwrap();
     }
+}
+
+#[test]
+fn the_object_built_from_parts_shares_every_payload_buffer_and_reads_back_whole() {
+    let a = [Bytes::from_static(b"hello "), Bytes::from_static(b"world")];
+    let b = [Bytes::from(vec![1u8; 1000])];
+    let specs = [spec("s-0", &a), spec("s-1", &b)];
+    let (parts, entries) = encode_object_parts(&specs).unwrap();
+    let whole = parts.to_bytes();
+    assert_eq!(decode_object(&whole).unwrap(), entries);
+    assert_eq!(whole, encode_object(&specs).unwrap().0);
+    let sent: Vec<Bytes> = parts.payload().iter().cloned().collect();
+    assert_eq!(
+        sent.len(),
+        2 + a.len() + b.len(),
+        "header+directory, 3 payloads, footer"
+    );
+    for (chunk, original) in sent[1..4].iter().zip(a.iter().chain(&b)) {
+        assert_eq!(
+            chunk.as_ptr(),
+            original.as_ptr(),
+            "payloads are sent uncopied"
+        );
+    }
+    let second = parts.range(entries[1].offset, entries[1].len).unwrap();
+    assert_eq!(
+        second.as_ptr(),
+        b[0].as_ptr(),
+        "a slice of one append reads from its buffer"
+    );
+    let first = parts.range(entries[0].offset, entries[0].len).unwrap();
+    assert_eq!(&first[..], b"hello world");
+    verify_slice(&first, entries[0].len, entries[0].crc32c).unwrap();
 }
 
 #[test]

@@ -26,12 +26,13 @@ use object_store::ObjectStore;
 
 pub use types::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, StreamBounds};
 
-use crate::cache::{FooterCache, ReadCache, RebuiltCache, WriteCache};
+use crate::cache::{FooterCache, ReadCache, RebuiltCache};
 use crate::clock::{self, Clock};
 use crate::config::StorageConfig;
 use crate::error::StorageError;
 use crate::index::{BatchMeta, Index, LocatedEntry, BATCHES_PER_ENTRY_MAX};
 use crate::stream::validate_stream_id;
+use crate::wal::parts::WriteCache;
 use crate::wal::writer::{CommitListener, WalWriter};
 use metastore::MetaStore;
 use state::StreamState;

@@ -8,7 +8,6 @@ use object_store::ObjectStoreExt;
 
 use super::state::StreamState;
 use super::{ReadChunk, ReadResult, Storage, StreamBounds, INDEX_PAGE_ENTRIES};
-use crate::cache::subslice;
 use crate::error::StorageError;
 use crate::index::{FileType, LocatedEntry};
 use crate::wal::format;
@@ -202,7 +201,7 @@ impl Storage {
     async fn entry_bytes(&self, located: &LocatedEntry) -> Result<Bytes, StorageError> {
         let entry = &located.entry;
         if let Some(whole) = self.write_cache.get(&entry.object_key) {
-            if let Some(bytes) = subslice(&whole, entry.byte_offset, entry.byte_len) {
+            if let Some(bytes) = whole.range(entry.byte_offset, entry.byte_len) {
                 return Ok(bytes);
             }
         }

@@ -6,6 +6,7 @@
 //! index. The decoder never trusts a length before checking it against the input size and the
 //! limits below, so corrupt input yields a [`FormatError`], never a panic or a huge allocation.
 
+use super::parts::ObjectParts;
 use bytes::{BufMut, Bytes, BytesMut};
 
 /// First four bytes of the header and last four bytes of the footer.
@@ -111,32 +112,44 @@ pub enum FormatError {
     BadTimestamps { index: usize, min: i64, max: i64 },
 }
 
-/// Builds the whole object in one buffer; each payload byte is copied exactly once.
-pub fn encode_object(slices: &[SliceSpec<'_>]) -> Result<(Bytes, Vec<SliceEntry>), FormatError> {
+/// Builds the object as parts: header and directory in one buffer, each payload chunk as given
+/// (shared, not copied), the footer in another.
+pub fn encode_object_parts(
+    slices: &[SliceSpec<'_>],
+) -> Result<(ObjectParts, Vec<SliceEntry>), FormatError> {
     let layout = Layout::of(slices)?;
-    let mut buf = BytesMut::with_capacity(layout.capacity);
-    buf.put_slice(&MAGIC);
-    buf.put_u16_le(FORMAT_VERSION);
-    buf.put_u16_le(0);
-    buf.put_u32_le(HEADER_LEN_FIELD);
-    buf.put_u32_le(layout.slice_count);
-    buf.put_u32_le(layout.directory_len);
-    buf.put_u64_le(layout.payload_len);
-    buf.put_u32_le(crc32c::crc32c(&buf[..HEADER_LEN - 4]));
-    let entries = put_directory(&mut buf, slices, &layout);
+    let mut head = BytesMut::with_capacity(HEADER_LEN + layout.directory_len as usize);
+    head.put_slice(&MAGIC);
+    head.put_u16_le(FORMAT_VERSION);
+    head.put_u16_le(0);
+    head.put_u32_le(HEADER_LEN_FIELD);
+    head.put_u32_le(layout.slice_count);
+    head.put_u32_le(layout.directory_len);
+    head.put_u64_le(layout.payload_len);
+    head.put_u32_le(crc32c::crc32c(&head[..HEADER_LEN - 4]));
+    let entries = put_directory(&mut head, slices, &layout);
+    let mut parts = ObjectParts::new();
+    parts.push(head.freeze());
     for slice in slices {
         for chunk in slice.payload {
-            buf.put_slice(chunk);
+            parts.push(chunk.clone());
         }
     }
-    let footer_start = buf.len();
-    buf.put_u64_le(HEADER_LEN as u64);
-    buf.put_u32_le(layout.directory_len);
-    buf.put_u32_le(layout.slice_count);
-    buf.put_u32_le(crc32c::crc32c(&buf[footer_start..]));
-    buf.put_slice(&MAGIC);
-    debug_assert_eq!(buf.len(), layout.capacity);
-    Ok((buf.freeze(), entries))
+    let mut footer = BytesMut::with_capacity(FOOTER_LEN);
+    footer.put_u64_le(HEADER_LEN as u64);
+    footer.put_u32_le(layout.directory_len);
+    footer.put_u32_le(layout.slice_count);
+    footer.put_u32_le(crc32c::crc32c(&footer));
+    footer.put_slice(&MAGIC);
+    parts.push(footer.freeze());
+    debug_assert_eq!(parts.len(), layout.capacity as u64);
+    Ok((parts, entries))
+}
+
+/// The whole object in one buffer (tests and tools; the writer PUTs the parts).
+pub fn encode_object(slices: &[SliceSpec<'_>]) -> Result<(Bytes, Vec<SliceEntry>), FormatError> {
+    let (parts, entries) = encode_object_parts(slices)?;
+    Ok((parts.to_bytes(), entries))
 }
 
 /// The sizes of an object, all checked against the limits before anything is allocated.

@@ -3,5 +3,6 @@
 
 pub(crate) mod budget;
 pub mod format;
+pub mod parts;
 pub mod stages;
 pub(crate) mod writer;

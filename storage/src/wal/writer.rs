@@ -13,17 +13,17 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt};
 use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::cache::WriteCache;
 use crate::clock::Clock;
 use crate::config::StorageConfig;
 use crate::error::StorageError;
 use crate::index::{BatchMeta, FileType, Index, IndexEntry, LocatedEntry};
 use crate::wal::budget::{PutBudget, Trigger};
 use crate::wal::format::{self, SliceEntry, SliceSpec};
+use crate::wal::parts::{ObjectParts, WriteCache};
 use crate::wal::stages;
 
 /// What an append learns once durable: the offsets it was given.
@@ -88,7 +88,7 @@ struct CutSegment {
 }
 
 /// The encoded object and its directory, once the PUT succeeded, and when it did.
-type Written = (Bytes, Vec<SliceEntry>, Instant);
+type Written = (ObjectParts, Vec<SliceEntry>, Instant);
 
 pub struct WalWriter {
     config: StorageConfig,
@@ -421,10 +421,7 @@ fn start_put(
             let (object, directory) = encoded?;
             let started = std::time::Instant::now();
             objects
-                .put(
-                    &Path::from(object_key.as_str()),
-                    PutPayload::from(object.clone()),
-                )
+                .put(&Path::from(object_key.as_str()), object.payload())
                 .await?;
             let put_at = Instant::now();
             stages::observe("put", put_at.saturating_duration_since(cut_at));
@@ -444,7 +441,7 @@ fn start_put(
     }
 }
 
-fn encode(slices: &[SegmentSlice]) -> Result<(Bytes, Vec<SliceEntry>), StorageError> {
+fn encode(slices: &[SegmentSlice]) -> Result<(ObjectParts, Vec<SliceEntry>), StorageError> {
     let payloads: Vec<Vec<Bytes>> = slices
         .iter()
         .map(|s| s.appends.iter().map(|a| a.payload.clone()).collect())
@@ -467,7 +464,7 @@ fn encode(slices: &[SegmentSlice]) -> Result<(Bytes, Vec<SliceEntry>), StorageEr
             }
         })
         .collect();
-    format::encode_object(&specs)
+    format::encode_object_parts(&specs)
         .map_err(|e| StorageError::Corrupt(format!("encoding wal object: {e}")))
 }
 
@@ -501,7 +498,7 @@ async fn commit_loop(
             }
         };
         // Tailing readers find the data in memory as soon as the index names it.
-        write_cache.insert(segment.object_key.clone(), object);
+        write_cache.insert(segment.object_key.clone(), Arc::new(object));
         let write_time_ms = clock.now_ms();
         for (slice, placed) in segment.slices.into_iter().zip(directory) {
             debug_assert_eq!(&*slice.stream, placed.stream.as_str());
