@@ -9,6 +9,7 @@ mod counting;
 mod error;
 #[cfg(feature = "testkit")]
 mod failing;
+mod folder;
 mod intercept;
 mod latency_model;
 mod metered;

@@ -115,6 +115,9 @@ fn open_local(
         })?
         .with_fsync(options.local_fsync);
     tracing::debug!(folder = %folder.display(), fsync = options.local_fsync, "opened local object store");
+    if options.local_fsync {
+        return Ok(Arc::new(super::folder::SyncedFolder::new(store)));
+    }
     Ok(Arc::new(store))
 }
 
