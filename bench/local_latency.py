@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Produce latency at a fixed rate on the local-folder store: Apache Kafka, an earlier build of
+ours and this build, interleaved round by round so that the shared machine's noise hits all
+three alike. Each round starts every broker afresh and runs the Java ProducerPerformance and the
+librdkafka producer at the same fixed rate (acks=all, linger 5 ms, batch 1 MiB, 1 KiB records,
+8 partitions), then reads our brokers' mean time per produce stage from /metrics.
+
+Run through bench/local_latency.sh. Knobs (environment): BENCH_FIXED_RATE (records/s, default
+22000: a third of Kafka's Java maximum in BENCHMARKS.md), BENCH_LATENCY_S (seconds per run,
+default 10), BENCH_ROUNDS (default 3), BENCH_OLD_BROKER_BIN (an earlier build; its column is left
+out when unset). Prints a markdown table of medians over the rounds and writes
+bench/.work/local_latency/results.json.
+"""
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run as bench  # noqa: E402  (broker start-up, client runners, Kafka's JVM settings)
+
+WORK = os.path.join(bench.ROOT, "bench", ".work", "local_latency")
+RATE = int(os.environ.get("BENCH_FIXED_RATE", "22000"))
+SECONDS = int(os.environ.get("BENCH_LATENCY_S", "10"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+OLD_BIN = os.environ.get("BENCH_OLD_BROKER_BIN")
+METRICS_URL = "http://127.0.0.1:9644/metrics"
+STAGE = re.compile(r'^diskless_produce_stage_duration_seconds_(sum|count)\{stage="(\w+)"\} ([\d.e+-]+)$', re.M)
+
+
+def stage_means_ms():
+    """Mean seconds per stage since the broker started, from the histogram sums and counts."""
+    with urllib.request.urlopen(METRICS_URL, timeout=10) as response:
+        text = response.read().decode()
+    sums, counts = {}, {}
+    for kind, stage, value in STAGE.findall(text):
+        (sums if kind == "sum" else counts)[stage] = float(value)
+    return {s: round(1000 * sums[s] / counts[s], 2) for s in sums if counts.get(s)}
+
+
+def one_round(name, classpath, round_no):
+    directory = os.path.join(WORK, f"{name}-{round_no}")
+    if name == "kafka":
+        process = bench.start_kafka(directory, classpath)
+    else:
+        process = bench.start_ours(directory, None, None, OLD_BIN if name == "ours-old" else None)
+    records = RATE * SECONDS
+    try:
+        for topic in ("lat-java", "lat-rdk"):
+            bench.create_topic(topic, 8)
+        result = {
+            "java": bench.producer_perf(classpath, "lat-java", records, bench.MAX_PROPS, rate=RATE),
+            "rdk": bench.rdk("produce", "lat-rdk", "--count", str(records), "--size",
+                             str(bench.RECORD_BYTES), "--rate", str(RATE), *bench.rdk_props(bench.MAX_PROPS)),
+        }
+        if name != "kafka":
+            result["stages_ms"] = stage_means_ms()
+    finally:
+        process.stop()
+    bench.log(f"{name} round {round_no}: {json.dumps(result)}")
+    return result
+
+
+def median(values):
+    values = [v for v in values if isinstance(v, (int, float))]
+    return round(statistics.median(values), 1) if values else None
+
+
+def table(results, names):
+    rows = []
+    for client, label in (("java", "Java"), ("rdk", "librdkafka")):
+        for p in ("p50_ms", "p99_ms", "p999_ms"):
+            row = [f"produce {p[:-3]} ms ({label})"]
+            row += [str(median([r[client].get(p) for r in results[n]])) for n in names]
+            rows.append(row)
+    stages = sorted({s for n in names if n != "kafka" for r in results[n] for s in r.get("stages_ms", {})})
+    for stage in stages:
+        row = [f"mean {stage} stage ms (both clients)"]
+        row += ["n/a" if n == "kafka" else str(median([r["stages_ms"].get(stage) for r in results[n]]))
+                for n in names]
+        rows.append(row)
+    lines = ["| figure | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def main():
+    if os.path.exists(WORK):
+        shutil.rmtree(WORK)
+    os.makedirs(WORK)
+    bench.WORK = WORK
+    classpath = bench.kafka_classpath()
+    names = ["kafka"] + (["ours-old"] if OLD_BIN else []) + ["ours"]
+    results = {n: [] for n in names}
+    for round_no in range(ROUNDS):
+        for name in names:
+            results[name].append(one_round(name, classpath, round_no))
+    with open(os.path.join(WORK, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    print(f"{RATE} records/s of {bench.RECORD_BYTES} B for {SECONDS} s, medians of {ROUNDS} rounds\n")
+    print(table(results, names))
+
+
+if __name__ == "__main__":
+    main()
