@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Produce latency at a fixed rate on the local-folder store: Apache Kafka, an earlier build of
-ours and this build, interleaved round by round so that the shared machine's noise hits all
-three alike. Each round starts every broker afresh and runs the Java ProducerPerformance and the
-librdkafka producer at the same fixed rate (acks=all, linger 5 ms, batch 1 MiB, 1 KiB records,
-8 partitions), then reads our brokers' mean time per produce stage from /metrics.
+"""Produce on the local-folder store: Apache Kafka, an earlier build of ours and this build,
+interleaved round by round so that the shared machine's noise hits all three alike. Each round
+starts every broker afresh and runs the Java ProducerPerformance and the librdkafka producer at
+the same fixed rate (acks=all, linger 5 ms, batch 1 MiB, 1 KiB records, 8 partitions), reads
+our brokers' mean time per produce stage from /metrics, then runs the librdkafka producer at
+its maximum rate and takes the broker's CPU seconds per GiB it produced.
 
-Run through bench/local_latency.sh. Knobs (environment): BENCH_FIXED_RATE (records/s, default
+Run through bench/local_store.sh. Knobs (environment): BENCH_FIXED_RATE (records/s, default
 22000: a third of Kafka's Java maximum in BENCHMARKS.md), BENCH_LATENCY_S (seconds per run,
-default 10), BENCH_ROUNDS (default 3), BENCH_OLD_BROKER_BIN (an earlier build; its column is left
-out when unset). Prints a markdown table of medians over the rounds and writes
-bench/.work/local_latency/results.json.
+default 10), BENCH_RECORDS (records of the max-rate run, default 300000), BENCH_ROUNDS (default
+3), BENCH_OLD_BROKER_BIN (an earlier build; its column is left out when unset). Prints a
+markdown table of medians over the rounds and writes bench/.work/local_store/results.json.
 """
 import json
 import os
@@ -22,10 +23,11 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run as bench  # noqa: E402  (broker start-up, client runners, Kafka's JVM settings)
 
-WORK = os.path.join(bench.ROOT, "bench", ".work", "local_latency")
+WORK = os.path.join(bench.ROOT, "bench", ".work", "local_store")
 RATE = int(os.environ.get("BENCH_FIXED_RATE", "22000"))
 SECONDS = int(os.environ.get("BENCH_LATENCY_S", "10"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+MAX_RECORDS = int(os.environ.get("BENCH_RECORDS", "300000"))
 OLD_BIN = os.environ.get("BENCH_OLD_BROKER_BIN")
 METRICS_URL = "http://127.0.0.1:9644/metrics"
 STAGE = re.compile(r'^diskless_produce_stage_duration_seconds_(sum|count)\{stage="(\w+)"\} ([\d.e+-]+)$', re.M)
@@ -49,7 +51,7 @@ def one_round(name, classpath, round_no):
         process = bench.start_ours(directory, None, None, OLD_BIN if name == "ours-old" else None)
     records = RATE * SECONDS
     try:
-        for topic in ("lat-java", "lat-rdk"):
+        for topic in ("lat-java", "lat-rdk", "max-rdk"):
             bench.create_topic(topic, 8)
         result = {
             "java": bench.producer_perf(classpath, "lat-java", records, bench.MAX_PROPS, rate=RATE),
@@ -58,6 +60,11 @@ def one_round(name, classpath, round_no):
         }
         if name != "kafka":
             result["stages_ms"] = stage_means_ms()
+        cpu_before = process.cpu_s()
+        result["max"] = bench.rdk("produce", "max-rdk", "--count", str(MAX_RECORDS), "--size",
+                                  str(bench.RECORD_BYTES), *bench.rdk_props(bench.MAX_PROPS))
+        gib = MAX_RECORDS * bench.RECORD_BYTES / 2**30
+        result["max"]["broker_cpu_s_per_gib"] = round((process.cpu_s() - cpu_before) / gib, 2)
     finally:
         process.stop()
     bench.log(f"{name} round {round_no}: {json.dumps(result)}")
@@ -76,6 +83,9 @@ def table(results, names):
             row = [f"produce {p[:-3]} ms ({label})"]
             row += [str(median([r[client].get(p) for r in results[n]])) for n in names]
             rows.append(row)
+    for key, label in (("mib_per_s", "max produce MiB/s (librdkafka)"),
+                       ("broker_cpu_s_per_gib", "broker CPU s per GiB at max produce (librdkafka)")):
+        rows.append([label] + [str(median([r["max"].get(key) for r in results[n]])) for n in names])
     stages = sorted({s for n in names if n != "kafka" for r in results[n] for s in r.get("stages_ms", {})})
     for stage in stages:
         row = [f"mean {stage} stage ms (both clients)"]
