@@ -21,8 +21,8 @@ use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::messages::RequestKind;
 use protocol::codec::{self, RequestError};
-use protocol::frame::{self, read_frame_body, read_frame_len, wait_for_frame, FrameError};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use protocol::frame::{read_frame_body, read_frame_len, wait_for_frame, FrameError};
+use tokio::io::{AsyncRead, BufReader};
 use tokio::sync::{
     mpsc, watch, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, OwnedSemaphorePermit, RwLock,
     Semaphore,
@@ -40,7 +40,10 @@ use crate::security::{Principal, Session};
 use crate::sequencer::Sequencer;
 use crate::slots::Slot;
 
+mod replies;
 mod sasl;
+
+use replies::{write_replies, Reply};
 
 /// A request's place in the connection's order, held until its handler has returned.
 /// Produce requests share the order with each other; every other request has it alone.
@@ -61,15 +64,6 @@ async fn take_turn(order: &Arc<RwLock<()>>, api_key: ApiKey) -> Turn {
             _guard: order.clone().write_owned().await,
         }
     }
-}
-
-/// What the writer does for one request, in order.
-enum Reply {
-    Frame(Bytes),
-    /// No response for this request (Produce with acks=0).
-    Nothing,
-    /// Stop: the connection is closed after the responses before it.
-    Close,
 }
 
 /// Request bytes being read or served, across every connection (`queued_max_request_bytes`).
@@ -450,40 +444,4 @@ async fn respond(
             Reply::Close
         }
     }
-}
-
-async fn write_replies<W: AsyncWrite + Unpin>(
-    writer: W,
-    mut replies: mpsc::Receiver<JoinHandle<Reply>>,
-    peer: SocketAddr,
-) {
-    let mut writer = BufWriter::new(writer);
-    while let Some(handle) = replies.recv().await {
-        let reply = match handle.await {
-            Ok(reply) => reply,
-            Err(error) => {
-                // A handler panicked: its state is gone, the connection cannot answer in order.
-                tracing::error!(%peer, %error, "request handler failed");
-                Reply::Close
-            }
-        };
-        let frame = match reply {
-            Reply::Frame(frame) => frame,
-            Reply::Nothing => continue,
-            Reply::Close => break,
-        };
-        if let Err(error) = frame::write_frame(&mut writer, &frame).await {
-            tracing::debug!(%peer, %error, "connection write failed");
-            return;
-        }
-        // Flush once the queue is momentarily empty, so pipelined responses share a syscall.
-        if replies.is_empty() {
-            if let Err(error) = writer.flush().await {
-                tracing::debug!(%peer, %error, "connection flush failed");
-                return;
-            }
-        }
-    }
-    let _ = writer.flush().await;
-    let _ = writer.shutdown().await;
 }
