@@ -20,7 +20,9 @@ use metastore::{MetaOptions, MetaStore};
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
-use storage::objects::{FailingObjectStore, FailureMode, Operation, SlowObjectStore};
+use storage::objects::{
+    CountingObjectStore, FailingObjectStore, FailureMode, Operation, SlowObjectStore,
+};
 use storage::{BatchMeta, Storage, StorageConfig, StorageError};
 
 fn config() -> StorageConfig {
@@ -160,6 +162,86 @@ async fn tailing_reads_are_served_from_the_write_cache() {
         objects.injected_failures(),
         0,
         "no GET reached the object store"
+    );
+    storage.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_entry_of_several_appends_is_joined_once_for_all_its_tailing_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow_budget = StorageConfig {
+        write_buffer_puts_per_sec_max: 2,
+        ..config()
+    };
+    let storage = Storage::open(
+        slow_budget,
+        Arc::new(InMemory::new()),
+        meta(dir.path()).await,
+    );
+    // The first object spends the budget, so the next two appends wait and share one object.
+    let (p0, b0) = payload(1, 1, 16);
+    storage.append("warm-0", p0, b0).await.unwrap();
+    let (p1, b1) = payload(10, 2, 32);
+    let (p2, b2) = payload(20, 2, 32);
+    let (r1, r2) = tokio::join!(
+        storage.append("m-0", p1.clone(), b1),
+        storage.append("m-0", p2.clone(), b2)
+    );
+    r1.unwrap();
+    r2.unwrap();
+    let result = storage.read("m-0", 0, 1 << 20).await.unwrap();
+    assert_eq!(result.chunks.len(), 1, "one entry holds both appends");
+    let reads = [
+        read_all(&storage, "m-0", 0).await,
+        read_all(&storage, "m-0", 0).await,
+    ];
+    let expected: Vec<Bytes> = [
+        p1.slice(0..32),
+        p1.slice(32..),
+        p2.slice(0..32),
+        p2.slice(32..),
+    ]
+    .into_iter()
+    .collect();
+    for read in &reads {
+        let bytes: Vec<Bytes> = read.iter().map(|(_, b)| b.clone()).collect();
+        assert_eq!(bytes, expected);
+    }
+    assert_eq!(
+        reads[0][0].1.as_ptr(),
+        reads[1][0].1.as_ptr(),
+        "the second reader shares the first one's joined copy"
+    );
+    storage.shutdown().await;
+}
+
+#[tokio::test]
+async fn readers_missing_the_same_cold_slice_at_once_get_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = Arc::new(SlowObjectStore::new(
+        Arc::new(InMemory::new()),
+        Duration::from_millis(0),
+    ));
+    let counting = Arc::new(CountingObjectStore::new(slow.clone()));
+    let no_write_cache = StorageConfig {
+        write_cache_bytes: 0,
+        ..config()
+    };
+    let storage = Storage::open(no_write_cache, counting.clone(), meta(dir.path()).await);
+    let (p, b) = payload(5, 2, 256);
+    storage.append("cold-0", p.clone(), b).await.unwrap();
+    // Slow GETs, so the readers all miss before the first GET returns.
+    slow.set_latency(Operation::Get, Duration::from_millis(200));
+    let gets_before = counting.counts().gets;
+    let reads = futures::future::join_all((0..8).map(|_| read_all(&storage, "cold-0", 0))).await;
+    for read in &reads {
+        let bytes: Vec<Bytes> = read.iter().map(|(_, b)| b.clone()).collect();
+        assert_eq!(bytes, vec![p.slice(0..256), p.slice(256..)]);
+    }
+    assert_eq!(
+        counting.counts().gets - gets_before,
+        1,
+        "one GET for eight readers"
     );
     storage.shutdown().await;
 }

@@ -3,9 +3,11 @@
 //! never frees memory under an in-flight read, and the cache bound stays exact.
 
 mod bounded;
+mod fill;
 mod metrics;
 
 pub use bounded::{BoundedCache, Weigh};
+pub use fill::FillLocks;
 
 /// Slices read back from the store, by (object key, byte offset, byte length).
 pub type ReadCache = BoundedCache<(String, u64, u32)>;

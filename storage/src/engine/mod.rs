@@ -26,7 +26,7 @@ use object_store::ObjectStore;
 
 pub use types::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, StreamBounds};
 
-use crate::cache::{FooterCache, ReadCache, RebuiltCache};
+use crate::cache::{FillLocks, FooterCache, ReadCache, RebuiltCache};
 use crate::clock::{self, Clock};
 use crate::config::StorageConfig;
 use crate::error::StorageError;
@@ -49,6 +49,8 @@ pub struct Storage {
     writer: Arc<WalWriter>,
     write_cache: Arc<WriteCache>,
     read_cache: ReadCache,
+    /// Readers missing the same slice at once wait for one GET to fill the read cache.
+    read_fills: FillLocks<(String, u64, u32)>,
     footer_cache: FooterCache,
     rebuilt_cache: RebuiltCache,
     streams: Arc<Streams>,
@@ -95,6 +97,7 @@ impl Storage {
         );
         Arc::new(Storage {
             read_cache: ReadCache::new("read", config.read_cache_bytes),
+            read_fills: FillLocks::default(),
             footer_cache: FooterCache::new("footer", config.compacted_footer_cache_bytes),
             rebuilt_cache: RebuiltCache::new("rebuilt", config.compacted_cache_bytes),
             config,

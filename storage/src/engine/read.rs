@@ -196,16 +196,21 @@ impl Storage {
         }))
     }
 
-    /// A RAW entry's bytes from the write cache, the read cache, or a ranged GET whose CRC is
-    /// checked before anything is served or cached.
+    /// A RAW entry's bytes from the write cache, the read cache, or a ranged GET (one per slice
+    /// however many readers miss it at once) whose CRC is checked before anything is served or
+    /// cached.
     async fn entry_bytes(&self, located: &LocatedEntry) -> Result<Bytes, StorageError> {
         let entry = &located.entry;
-        if let Some(whole) = self.write_cache.get(&entry.object_key) {
-            if let Some(bytes) = whole.range(entry.byte_offset, entry.byte_len) {
-                return Ok(bytes);
-            }
-        }
         let key = (entry.object_key.clone(), entry.byte_offset, entry.byte_len);
+        if let Some(bytes) = self.written_bytes(&key) {
+            return Ok(bytes);
+        }
+        if let Some(bytes) = self.read_cache.get(&key) {
+            return Ok(bytes);
+        }
+        // Readers of the same cold slice GET it once: the first fills the cache, the others
+        // find it there (or, if it did not stay, GET it in turn).
+        let _fill = self.read_fills.lock(&key).await;
         if let Some(bytes) = self.read_cache.get(&key) {
             return Ok(bytes);
         }
@@ -221,5 +226,24 @@ impl Storage {
         })?;
         self.read_cache.insert(key, bytes.clone());
         Ok(bytes)
+    }
+
+    /// The slice from the write cache when its object is still there: a slice of the received
+    /// buffer when the entry is one append; an entry of several appends is joined once and
+    /// shared from the read cache by every reader tailing it.
+    fn written_bytes(&self, key: &(String, u64, u32)) -> Option<Bytes> {
+        let (object_key, offset, len) = key;
+        let whole = self.write_cache.get(object_key)?;
+        match whole.shared_range(*offset, *len)? {
+            Some(slice) => Some(slice),
+            None => {
+                if let Some(bytes) = self.read_cache.get(key) {
+                    return Some(bytes);
+                }
+                let joined = whole.range(*offset, *len)?;
+                self.read_cache.insert(key.clone(), joined.clone());
+                Some(joined)
+            }
+        }
     }
 }

@@ -53,22 +53,40 @@ impl ObjectParts {
     /// `len` bytes from `offset`: a slice of one part when the range lies inside it, else a
     /// copy of the range; `None` when the range runs past the object.
     pub fn range(&self, offset: u64, len: u32) -> Option<Bytes> {
+        match self.shared_range(offset, len)? {
+            Some(slice) => Some(slice),
+            None => self.joined_range(offset, len),
+        }
+    }
+
+    /// The range as a slice of one part (`Some(None)` when it spans several parts, `None` when
+    /// it runs past the object), so a caller can look for an earlier copy before making one.
+    pub fn shared_range(&self, offset: u64, len: u32) -> Option<Option<Bytes>> {
         let end = offset.checked_add(u64::from(len))?;
         if end > self.len() {
             return None;
         }
         if len == 0 {
-            return Some(Bytes::new());
+            return Some(Some(Bytes::new()));
         }
-        // The part holding `offset`: the last one starting at or before it.
-        let first = self.starts.partition_point(|&start| start <= offset) - 1;
-        let within = |index: usize| usize::try_from(offset - self.starts[index]).ok();
-        if end <= self.starts[first + 1] {
-            let at = within(first)?;
-            return Some(self.parts[first].slice(at..at + len as usize));
+        let first = self.part_at(offset);
+        if end > self.starts[first + 1] {
+            return Some(None);
         }
+        let at = usize::try_from(offset - self.starts[first]).ok()?;
+        Some(Some(self.parts[first].slice(at..at + len as usize)))
+    }
+
+    /// The part holding `offset`: the last one starting at or before it.
+    fn part_at(&self, offset: u64) -> usize {
+        self.starts.partition_point(|&start| start <= offset) - 1
+    }
+
+    /// A copy of a range spanning several parts.
+    fn joined_range(&self, offset: u64, len: u32) -> Option<Bytes> {
+        let first = self.part_at(offset);
         let mut copy = BytesMut::with_capacity(len as usize);
-        let mut at = within(first)?;
+        let mut at = usize::try_from(offset - self.starts[first]).ok()?;
         for part in &self.parts[first..] {
             let wanted = len as usize - copy.len();
             let take = wanted.min(part.len() - at);
