@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures::future::select_all;
+use futures::future::{join_all, select_all};
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, PartitionData,
 };
@@ -322,6 +322,15 @@ fn stream_of(broker: &Broker, target: &FetchTarget) -> Option<String> {
         .then(|| topic.stream_id(target.partition))
 }
 
+/// Partitions of one Fetch read at the same time, at most.
+const READS_AT_ONCE_MAX: usize = 16;
+
+/// Reads the targets in order within the response budget, as Kafka does: each gets at most its
+/// `partition_max_bytes` of what the earlier ones left, and the first with data at least one
+/// batch. Consecutive targets whose limits fit the budget together are read at the same time
+/// (cold partitions each wait for GETs), and their records are cut afterwards, in order, to
+/// exactly what reading one after another would have given: a read with a larger budget
+/// returns a longer prefix of the same log.
 async fn read_targets(
     broker: &Broker,
     targets: &[FetchTarget],
@@ -330,21 +339,59 @@ async fn read_targets(
     let mut remaining = limits.max_bytes;
     let mut any_data = false;
     let mut results = Vec::with_capacity(targets.len());
-    for target in targets {
-        let mut result = read_target(broker, target, remaining, !any_data).await;
-        if limits.read_committed {
-            committed_only(broker, &mut result).await;
+    let mut rest = targets;
+    while !rest.is_empty() {
+        let window = read_window(rest, remaining, any_data);
+        rest = &rest[window.len()..];
+        let first = !any_data;
+        let reads = join_all(
+            window
+                .iter()
+                .map(|target| read_target(broker, target, remaining, first)),
+        )
+        .await;
+        for (target, read) in window.iter().zip(reads) {
+            let limit = partition_limit(target, remaining);
+            let mut result = if limit == 0 && any_data {
+                // Nothing left for it: as read alone, its bounds and no records.
+                read_target(broker, target, 0, false).await.finish(0, false)
+            } else {
+                read.finish(limit, !any_data)
+            };
+            if limits.read_committed {
+                committed_only(broker, &mut result).await;
+            }
+            let bytes = result.bytes();
+            any_data |= bytes > 0;
+            remaining = remaining.saturating_sub(bytes);
+            results.push(result);
         }
-        let bytes = result.bytes();
-        any_data |= bytes > 0;
-        remaining = remaining.saturating_sub(bytes);
-        results.push(result);
     }
     results
 }
 
-/// Keeps of a read_committed read only what is below the last stable offset, with the
-/// aborted transactions among it (`transactions::stable`).
+/// The leading targets read together: while their limits add up to no more than `remaining`
+/// (so a Fetch holds no more bytes than reading them one at a time), at least one.
+fn read_window(targets: &[FetchTarget], remaining: usize, any_data: bool) -> &[FetchTarget] {
+    if any_data && remaining == 0 {
+        return &targets[..1];
+    }
+    let mut total = 0usize;
+    let mut n = 0;
+    for target in targets.iter().take(READS_AT_ONCE_MAX) {
+        total = total.saturating_add(partition_limit(target, remaining));
+        if n > 0 && total > remaining {
+            break;
+        }
+        n += 1;
+    }
+    &targets[..n.max(1)]
+}
+
+fn partition_limit(target: &FetchTarget, budget: usize) -> usize {
+    budget.min(usize::try_from(target.max_bytes).unwrap_or(0))
+}
+
 async fn committed_only(broker: &Broker, result: &mut PartitionResult) {
     let (Some(records), Some(stream)) = (result.records.take(), stream_of(broker, &result.target))
     else {
@@ -363,12 +410,25 @@ async fn committed_only(broker: &Broker, result: &mut PartitionResult) {
 
 /// Reads one partition. `budget` is what the response still has room for; `first` allows the
 /// first batch to exceed every limit, as Kafka does, so a large batch cannot stall a consumer.
+/// One partition's read, before its records are cut to the response budget.
+struct PartitionRead {
+    result: PartitionResult,
+    chunks: Vec<ReadChunk>,
+}
+
+impl PartitionRead {
+    fn finish(mut self, limit: usize, first: bool) -> PartitionResult {
+        self.result.records = assemble(&self.chunks, limit, first);
+        self.result
+    }
+}
+
 async fn read_target(
     broker: &Broker,
     target: &FetchTarget,
     budget: usize,
     first: bool,
-) -> PartitionResult {
+) -> PartitionRead {
     let mut result = PartitionResult {
         target: target.clone(),
         error: None,
@@ -380,9 +440,12 @@ async fn read_target(
     };
     let Some(stream) = stream_of(broker, target) else {
         result.error = Some(ResponseError::UnknownTopicOrPartition);
-        return result;
+        return PartitionRead {
+            result,
+            chunks: Vec::new(),
+        };
     };
-    let limit = budget.min(usize::try_from(target.max_bytes).unwrap_or(0));
+    let limit = partition_limit(target, budget);
     match u64::try_from(target.fetch_offset) {
         Err(_) => result.error = Some(ResponseError::OffsetOutOfRange),
         Ok(_) if limit == 0 && !first => {}
@@ -394,8 +457,10 @@ async fn read_target(
             Ok(read) => {
                 result.high_watermark = kafka_offset(read.bounds.high_watermark);
                 result.log_start_offset = kafka_offset(read.bounds.log_start_offset);
-                result.records = assemble(&read.chunks, limit, first);
-                return result;
+                return PartitionRead {
+                    result,
+                    chunks: read.chunks,
+                };
             }
             Err(e) => {
                 if !matches!(e, StorageError::OffsetOutOfRange { .. }) {
@@ -409,13 +474,12 @@ async fn read_target(
         result.high_watermark = kafka_offset(bounds.high_watermark);
         result.log_start_offset = kafka_offset(bounds.log_start_offset);
     }
-    result
+    PartitionRead {
+        result,
+        chunks: Vec::new(),
+    }
 }
 
-/// Copies whole batches into one buffer (at most `limit` bytes, except a lone first batch),
-/// setting each batch's base offset from the index. The base offset is outside the batch CRC.
-/// The answer without a copy, when one chunk holds it all and its batches already carry their
-/// true base offsets (batches rebuilt from compacted files do; WAL batches keep the producer's).
 fn shared_prefix(chunks: &[ReadChunk], limit: usize, first: bool) -> Option<Bytes> {
     let [chunk] = chunks else {
         return None;
