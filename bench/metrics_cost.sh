@@ -5,5 +5,5 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-cargo build --release -p broker
+cargo build --release -p broker -p compactor
 exec .venv/bin/python bench/metrics_cost.py "$@"

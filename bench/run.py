@@ -6,7 +6,10 @@ default 400000 of 1 KiB), BENCH_LATENCY_S (length of the fixed-rate runs, defaul
 BENCH_E2E_JAVA_RECORDS (default 300), BENCH_BROKERS (default "kafka ours-file ours-s3"; kafka
 first because the fixed rate is a third of its maximum), BENCH_OBJECT_LATENCY (object-store
 latency profiles each of our brokers runs under, space-separated: none, s3-standard, s3-express;
-default "none"; see docs/object-latency.md). Writes BENCHMARKS.md and bench/.work/results.json.
+default "none"; see docs/object-latency.md; a broker named with its profile, `ours-s3@s3-standard`,
+runs only under that one), BENCH_OLD_BROKER_BIN / BENCH_OLD_COMPACTOR_BIN (an earlier build, run
+as `ours-old-file` or `ours-old-s3`, with ratio columns against this build). Writes BENCHMARKS.md
+and bench/.work/results.json.
 """
 import datetime
 import json
@@ -212,10 +215,11 @@ def latency_args(profile):
 
 
 def broker_names(brokers):
-    """Each of our brokers once per latency profile: `ours-s3@s3-standard`; `none` keeps the name."""
+    """Each of our brokers once per latency profile: `ours-s3@s3-standard`; `none` keeps the name.
+    A name given with its profile (`ours-old-s3@s3-standard`) runs once, as given."""
     names = []
     for name in brokers:
-        if name.startswith("ours-"):
+        if name.startswith("ours-") and "@" not in name:
             names += [name if p == "none" else f"{name}@{p}" for p in LATENCY_PROFILES]
         else:
             names.append(name)
@@ -424,6 +428,11 @@ def object_totals(log_path):
     return totals
 
 
+def old_build():
+    """An earlier build, side by side in the same run (BENCH_OLD_BROKER_BIN, _COMPACTOR_BIN)."""
+    return os.environ["BENCH_OLD_BROKER_BIN"], os.environ.get("BENCH_OLD_COMPACTOR_BIN")
+
+
 def bench_broker(name, classpath, fixed_rate):
     directory = os.path.join(WORK, name)
     base, _, latency = name.partition("@")
@@ -434,14 +443,13 @@ def bench_broker(name, classpath, fixed_rate):
     elif base == "ours-file":
         process = start_ours(directory, None, None, latency=latency)
     elif base == "ours-old-file":
-        # An earlier build, side by side in the same run (BENCH_OLD_BROKER_BIN, _COMPACTOR_BIN).
-        process = start_ours(directory, None, None, os.environ["BENCH_OLD_BROKER_BIN"],
-                             os.environ.get("BENCH_OLD_COMPACTOR_BIN"), latency=latency)
+        process = start_ours(directory, None, None, *old_build(), latency=latency)
     else:
         moto = start_moto(f"{directory}-moto")
         env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{S3_PORT}", AWS_ACCESS_KEY_ID="bench",
                    AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1", AWS_ALLOW_HTTP="true")
-        process = start_ours(directory, "s3://bench/wal", env, latency=latency)
+        binaries = old_build() if base == "ours-old-s3" else (None, None)
+        process = start_ours(directory, "s3://bench/wal", env, *binaries, latency=latency)
 
     def restart():
         process.stop()
@@ -515,6 +523,8 @@ def table(summaries):
     figure("broker CPU s per GiB produced", lambda s: s["cpu_s"] / produced_gib(s), 2)
     figure("broker peak RSS MiB (VmHWM)", lambda s: s["peak_rss_mib"])
     figure("object PUTs per GiB produced (whole run, broker)", lambda s: s["objects"]["puts"] / produced_gib(s), 1)
+    figure("WAL PUTs per GiB at max produce (Java and librdkafka max workloads)",
+           lambda s: puts_per_gib(s, MAX_RATE), 1)
     figure("WAL PUTs per GiB, max-throughput workloads (max, defaults, 100 partitions)",
            lambda s: puts_per_gib(s, HIGH_RATE), 1)
     figure("WAL PUTs per GiB, fixed-rate and end-to-end workloads", lambda s: puts_per_gib(s, LOW_RATE), 1)
@@ -528,7 +538,7 @@ def table(summaries):
 
 def column_order(name):
     base, _, latency = name.partition("@")
-    bases = ["ours-file", "ours-old-file", "ours-s3"]
+    bases = ["ours-file", "ours-old-file", "ours-s3", "ours-old-s3"]
     profiles = ["", "s3-express", "s3-standard"]
     return (bases.index(base) if base in bases else len(bases),
             profiles.index(latency) if latency in profiles else len(profiles), name)
@@ -536,13 +546,15 @@ def column_order(name):
 
 def ratios(names):
     """Ratio columns: each of ours against Kafka, and this build against an earlier one."""
-    pairs = [(n, "kafka") for n in names if n != "kafka" and "kafka" in names]
+    pairs = [(n, "kafka") for n in names
+             if n != "kafka" and not n.startswith("ours-old-") and "kafka" in names]
     for n in names:
-        old = n.replace("ours-file", "ours-old-file", 1)
-        if n.startswith("ours-file") and old in names:
+        old = n.replace("ours-", "ours-old-", 1)
+        if n.startswith("ours-") and not n.startswith("ours-old-") and old in names:
             pairs.append((n, old))
     return pairs
 
+MAX_RATE = ("max_java", "max_rdk")
 HIGH_RATE = ("max_java", "max_rdk", "default_java", "default_rdk", "p100_java", "p100_rdk")
 LOW_RATE = ("latency_java", "latency_rdk", "e2e_java", "e2e_rdk")
 
@@ -616,6 +628,11 @@ def main():
     write_report(rendered, classpath, started, elapsed_min, fixed_rate, errors)
 
 
+def old_build_note():
+    old = os.environ.get("BENCH_OLD_BROKER_BIN")
+    return f"\n- ours-old-*: an earlier build of ours (`{old}`), same settings" if old else ""
+
+
 def write_report(rendered, classpath, started, elapsed_min, fixed_rate, errors):
     v = versions(classpath)
     command = " ".join(f"{k}={os.environ[k]}" for k in sorted(os.environ) if k.startswith("BENCH_"))
@@ -631,7 +648,7 @@ Generated by `{(command + ' ') if command else ''}bench/run.sh` on {started:%Y-%
   loopback with defaults (PUT budget 4/s); columns named `...@<profile>` ran with that modelled
   object-store latency over their store (`--object-store-latency-profile`, `docs/object-latency.md`:
   s3-standard PUT 60/160 ms median/p99, s3-express 6/15 ms); in-process compaction off (`--compaction
-  false`), the `compactor` binary runs once before the Parquet catch-up
+  false`), the `compactor` binary runs once before the Parquet catch-up{old_build_note()}
 - Apache Kafka {v['kafka']} single-node KRaft from Maven Central jars, {v['java']},
   JVM flags of `kafka-server-start.sh` (`{' '.join(KAFKA_JVM[:3])} ... G1`); log flush left to the
   OS as Kafka does by default (ours fsyncs every local object before acking)

@@ -13,7 +13,7 @@ if ! .venv/bin/python -c "import confluent_kafka" 2>/dev/null; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "confluent-kafka==2.*"
 fi
 if [ -z "${BENCH_SCALE_BROKER:-}" ] && [ ! -x target/release/broker ]; then
-  cargo build --release -p broker
+  cargo build --release -p broker -p compactor
 fi
 # The many-client load (franz-go); Go fetches its modules through the module proxy.
 mkdir -p bench/.work

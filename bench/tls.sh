@@ -9,6 +9,6 @@ scripts/kafka-reference.sh install
 if ! .venv/bin/python -c "import confluent_kafka" 2>/dev/null; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "confluent-kafka==2.*"
 fi
-cargo build --release -p broker
+cargo build --release -p broker -p compactor
 
 exec .venv/bin/python bench/tls.py "$@"
