@@ -392,6 +392,8 @@ fn partition_limit(target: &FetchTarget, budget: usize) -> usize {
     budget.min(usize::try_from(target.max_bytes).unwrap_or(0))
 }
 
+/// Keeps of a read_committed read only what is below the last stable offset, with the
+/// aborted transactions among it (`transactions::stable`).
 async fn committed_only(broker: &Broker, result: &mut PartitionResult) {
     let (Some(records), Some(stream)) = (result.records.take(), stream_of(broker, &result.target))
     else {
@@ -408,8 +410,6 @@ async fn committed_only(broker: &Broker, result: &mut PartitionResult) {
     }
 }
 
-/// Reads one partition. `budget` is what the response still has room for; `first` allows the
-/// first batch to exceed every limit, as Kafka does, so a large batch cannot stall a consumer.
 /// One partition's read, before its records are cut to the response budget.
 struct PartitionRead {
     result: PartitionResult,
@@ -423,6 +423,8 @@ impl PartitionRead {
     }
 }
 
+/// Reads one partition. `budget` is what the response still has room for; `first` allows the
+/// first batch to exceed every limit, as Kafka does, so a large batch cannot stall a consumer.
 async fn read_target(
     broker: &Broker,
     target: &FetchTarget,
