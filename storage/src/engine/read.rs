@@ -234,16 +234,14 @@ impl Storage {
     fn written_bytes(&self, key: &(String, u64, u32)) -> Option<Bytes> {
         let (object_key, offset, len) = key;
         let whole = self.write_cache.get(object_key)?;
-        match whole.shared_range(*offset, *len)? {
-            Some(slice) => Some(slice),
-            None => {
-                if let Some(bytes) = self.read_cache.get(key) {
-                    return Some(bytes);
-                }
-                let joined = whole.range(*offset, *len)?;
-                self.read_cache.insert(key.clone(), joined.clone());
-                Some(joined)
-            }
+        if !whole.spans_parts(*offset, *len) {
+            return whole.range(*offset, *len);
         }
+        if let Some(bytes) = self.read_cache.get(key) {
+            return Some(bytes);
+        }
+        let joined = whole.range(*offset, *len)?;
+        self.read_cache.insert(key.clone(), joined.clone());
+        Some(joined)
     }
 }

@@ -53,28 +53,27 @@ impl ObjectParts {
     /// `len` bytes from `offset`: a slice of one part when the range lies inside it, else a
     /// copy of the range; `None` when the range runs past the object.
     pub fn range(&self, offset: u64, len: u32) -> Option<Bytes> {
-        match self.shared_range(offset, len)? {
-            Some(slice) => Some(slice),
-            None => self.joined_range(offset, len),
-        }
-    }
-
-    /// The range as a slice of one part (`Some(None)` when it spans several parts, `None` when
-    /// it runs past the object), so a caller can look for an earlier copy before making one.
-    pub fn shared_range(&self, offset: u64, len: u32) -> Option<Option<Bytes>> {
         let end = offset.checked_add(u64::from(len))?;
         if end > self.len() {
             return None;
         }
         if len == 0 {
-            return Some(Some(Bytes::new()));
+            return Some(Bytes::new());
         }
         let first = self.part_at(offset);
         if end > self.starts[first + 1] {
-            return Some(None);
+            return self.joined_range(offset, len);
         }
         let at = usize::try_from(offset - self.starts[first]).ok()?;
-        Some(Some(self.parts[first].slice(at..at + len as usize)))
+        Some(self.parts[first].slice(at..at + len as usize))
+    }
+
+    /// Whether `range` would have to copy: the range lies within the object across parts.
+    pub fn spans_parts(&self, offset: u64, len: u32) -> bool {
+        let Some(end) = offset.checked_add(u64::from(len)) else {
+            return false;
+        };
+        len > 0 && end <= self.len() && end > self.starts[self.part_at(offset) + 1]
     }
 
     /// The part holding `offset`: the last one starting at or before it.
@@ -158,6 +157,17 @@ mod tests {
         let range = parts.range(4, 2).unwrap();
         assert_eq!(&range[..], b"ef");
         assert_eq!(range.as_ptr(), part[1..].as_ptr());
+    }
+
+    #[test]
+    fn only_a_range_across_parts_spans_them() {
+        let parts = three_parts();
+        assert!(!parts.spans_parts(0, 3), "inside the first part");
+        assert!(parts.spans_parts(2, 2), "across the first two");
+        assert!(!parts.spans_parts(7, 1), "the last part whole");
+        assert!(!parts.spans_parts(3, 0), "empty");
+        assert!(!parts.spans_parts(7, 2), "past the end");
+        assert!(!parts.spans_parts(u64::MAX, 1), "overflowing");
     }
 
     #[test]
