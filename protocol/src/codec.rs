@@ -3,6 +3,7 @@
 //! librdkafka 2.16 sends three extra bytes after some Metadata v12 bodies.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsResponse, RequestHeader, RequestKind, ResponseHeader, ResponseKind,
 };
@@ -141,19 +142,19 @@ pub fn encode_response(
 }
 
 /// The answer to an ApiVersions request at a version we do not serve: UNSUPPORTED_VERSION and
-/// our table, in v0 encoding so that any client can read it (as Kafka does).
+/// only ApiVersions' own range, in v0 encoding so that any client can read it, as Kafka answers
+/// it (KIP-511, `ApiVersionsRequest.getErrorResponse`). The client retries at once at a version
+/// in that range and reads the listener's whole table then; a table here would be read as the
+/// listener's (franz-go concluded from one without the SASL APIs that a SASL listener has none).
 pub fn encode_unsupported_api_versions(correlation_id: i32) -> Result<Bytes, EncodeError> {
-    encode_unsupported_api_versions_on(correlation_id, false)
-}
-
-/// [`encode_unsupported_api_versions`] listing a SASL listener's table when `sasl`.
-pub fn encode_unsupported_api_versions_on(
-    correlation_id: i32,
-    sasl: bool,
-) -> Result<Bytes, EncodeError> {
+    let (min, max) = versions::supported_range(ApiKey::ApiVersions).unwrap_or((0, 0));
+    let own_range = ApiVersion::default()
+        .with_api_key(ApiKey::ApiVersions as i16)
+        .with_min_version(min)
+        .with_max_version(max);
     let body = ApiVersionsResponse::default()
         .with_error_code(ResponseError::UnsupportedVersion.code())
-        .with_api_keys(versions::api_versions_table_on(sasl));
+        .with_api_keys(vec![own_range]);
     encode_response(
         ApiKey::ApiVersions,
         0,
@@ -301,7 +302,7 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_api_versions_answer_is_v0_with_error_and_table() {
+    fn unsupported_api_versions_answer_is_v0_with_error_and_only_its_own_range() {
         let frame = encode_unsupported_api_versions(7).unwrap();
         let (header, body) = decode_response(ApiKey::ApiVersions, 0, frame.slice(4..)).unwrap();
         assert_eq!(header.correlation_id, 7);
@@ -309,7 +310,13 @@ mod tests {
             panic!("wrong kind")
         };
         assert_eq!(body.error_code, ResponseError::UnsupportedVersion.code());
-        assert_eq!(body.api_keys.len(), versions::SUPPORTED_APIS.len());
+        let listed: Vec<_> = body
+            .api_keys
+            .iter()
+            .map(|v| (v.api_key, v.min_version, v.max_version))
+            .collect();
+        let (min, max) = versions::supported_range(ApiKey::ApiVersions).unwrap();
+        assert_eq!(listed, vec![(ApiKey::ApiVersions as i16, min, max)]);
     }
 
     #[test]
