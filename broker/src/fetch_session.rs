@@ -12,6 +12,8 @@ use std::time::Instant;
 
 use kafka_protocol::ResponseError;
 
+use crate::security::Principal;
+
 pub const INITIAL_EPOCH: i32 = 0;
 pub const FINAL_EPOCH: i32 = -1;
 
@@ -31,7 +33,15 @@ pub struct Reported {
     pub log_start_offset: i64,
 }
 
+/// Who may use a session: the principal and listener of the request that opened it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub principal: Principal,
+    pub listener: String,
+}
+
 struct Session {
+    owner: Owner,
     next_epoch: i32,
     /// Partitions in the order the client first named them.
     targets: Vec<FetchTarget>,
@@ -56,7 +66,15 @@ pub struct FetchSessions {
 
 struct Inner {
     sessions: HashMap<i32, Session>,
-    next_id: i32,
+}
+
+impl Inner {
+    /// `owner`'s session `session_id`; another owner's is as unknown as a missing one.
+    fn owned(&mut self, session_id: i32, owner: &Owner) -> Option<&mut Session> {
+        self.sessions
+            .get_mut(&session_id)
+            .filter(|session| session.owner == *owner)
+    }
 }
 
 impl FetchSessions {
@@ -65,14 +83,15 @@ impl FetchSessions {
             sessions_max,
             inner: Mutex::new(Inner {
                 sessions: HashMap::new(),
-                next_id: 1,
             }),
         }
     }
 
-    /// Resolves a request into the partitions to read, creating, updating or closing sessions.
+    /// Resolves a request of `owner` into the partitions to read, creating, updating or
+    /// closing sessions.
     pub fn resolve(
         &self,
+        owner: &Owner,
         session_id: i32,
         epoch: i32,
         requested: Vec<FetchTarget>,
@@ -80,7 +99,7 @@ impl FetchSessions {
     ) -> Result<Plan, ResponseError> {
         let mut inner = self.lock();
         if epoch == FINAL_EPOCH || epoch == INITIAL_EPOCH {
-            if session_id != 0 {
+            if session_id != 0 && inner.owned(session_id, owner).is_some() {
                 inner.sessions.remove(&session_id);
             }
             if epoch == FINAL_EPOCH {
@@ -90,7 +109,7 @@ impl FetchSessions {
                     targets: requested,
                 });
             }
-            let id = self.create(&mut inner, requested.clone());
+            let id = self.create(&mut inner, owner.clone(), requested.clone());
             return Ok(Plan {
                 session_id: id,
                 incremental: false,
@@ -101,8 +120,7 @@ impl FetchSessions {
             return Err(ResponseError::InvalidFetchSessionEpoch);
         }
         let session = inner
-            .sessions
-            .get_mut(&session_id)
+            .owned(session_id, owner)
             .ok_or(ResponseError::FetchSessionIdNotFound)?;
         if session.next_epoch != epoch {
             return Err(ResponseError::InvalidFetchSessionEpoch);
@@ -159,7 +177,7 @@ impl FetchSessions {
         has_news || changed
     }
 
-    fn create(&self, inner: &mut Inner, targets: Vec<FetchTarget>) -> i32 {
+    fn create(&self, inner: &mut Inner, owner: Owner, targets: Vec<FetchTarget>) -> i32 {
         if inner.sessions.len() >= self.sessions_max {
             let oldest = inner
                 .sessions
@@ -170,14 +188,12 @@ impl FetchSessions {
                 inner.sessions.remove(&oldest);
             }
         }
-        let mut id = inner.next_id;
-        while id <= 0 || inner.sessions.contains_key(&id) {
-            id = id.wrapping_add(1);
-        }
-        inner.next_id = id.wrapping_add(1);
+        let id = new_session_id(|id| inner.sessions.contains_key(&id));
+        debug_assert!(id > 0 && !inner.sessions.contains_key(&id));
         inner.sessions.insert(
             id,
             Session {
+                owner,
                 next_epoch: 1,
                 targets,
                 reported: HashMap::new(),
@@ -192,6 +208,26 @@ impl FetchSessions {
     }
 }
 
+/// A random positive id not `taken`, so that no client can guess another's session. The cache
+/// holds at most `sessions_max` of 2^31 - 1 ids, so a free one is found in a few draws; the
+/// counter behind the random start only matters if the system's randomness fails.
+fn new_session_id(taken: impl Fn(i32) -> bool) -> i32 {
+    let mut id = random_positive_id();
+    while taken(id) {
+        id = if id == i32::MAX { 1 } else { id + 1 };
+    }
+    id
+}
+
+fn random_positive_id() -> i32 {
+    let mut bytes = [0u8; 4];
+    if let Err(error) = getrandom::fill(&mut bytes) {
+        tracing::error!(%error, "no randomness for a fetch session id");
+    }
+    let id = i32::from_be_bytes(bytes) & i32::MAX;
+    id.max(1)
+}
+
 fn next_epoch(epoch: i32) -> i32 {
     if epoch == i32::MAX {
         1
@@ -203,6 +239,17 @@ fn next_epoch(epoch: i32) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn admin() -> Owner {
+        owner("admin", "PLAINTEXT")
+    }
+
+    fn owner(user: &str, listener: &str) -> Owner {
+        Owner {
+            principal: Principal::user(user),
+            listener: listener.into(),
+        }
+    }
 
     fn target(topic: &str, partition: i32, offset: i64) -> FetchTarget {
         FetchTarget {
@@ -218,6 +265,7 @@ mod tests {
         let sessions = FetchSessions::new(10);
         let plan = sessions
             .resolve(
+                &admin(),
                 0,
                 INITIAL_EPOCH,
                 vec![target("a", 0, 0), target("a", 1, 0)],
@@ -227,11 +275,13 @@ mod tests {
         assert!(!plan.incremental && plan.session_id > 0);
         let id = plan.session_id;
         let plan = sessions
-            .resolve(id, 1, vec![target("a", 1, 5)], &[])
+            .resolve(&admin(), id, 1, vec![target("a", 1, 5)], &[])
             .unwrap();
         assert!(plan.incremental);
         assert_eq!(plan.targets, vec![target("a", 0, 0), target("a", 1, 5)]);
-        let plan = sessions.resolve(id, 2, vec![], &[("a".into(), 0)]).unwrap();
+        let plan = sessions
+            .resolve(&admin(), id, 2, vec![], &[("a".into(), 0)])
+            .unwrap();
         assert_eq!(plan.targets, vec![target("a", 1, 5)]);
     }
 
@@ -239,27 +289,27 @@ mod tests {
     fn wrong_epochs_and_unknown_sessions_are_refused() {
         let sessions = FetchSessions::new(10);
         let id = sessions
-            .resolve(0, INITIAL_EPOCH, vec![target("a", 0, 0)], &[])
+            .resolve(&admin(), 0, INITIAL_EPOCH, vec![target("a", 0, 0)], &[])
             .unwrap()
             .session_id;
         assert_eq!(
-            sessions.resolve(id, 3, vec![], &[]).err(),
+            sessions.resolve(&admin(), id, 3, vec![], &[]).err(),
             Some(ResponseError::InvalidFetchSessionEpoch)
         );
         assert_eq!(
-            sessions.resolve(id + 100, 1, vec![], &[]).err(),
+            sessions.resolve(&admin(), id ^ 1, 1, vec![], &[]).err(),
             Some(ResponseError::FetchSessionIdNotFound)
         );
         // Closing the session makes it unknown.
         assert_eq!(
             sessions
-                .resolve(id, FINAL_EPOCH, vec![], &[])
+                .resolve(&admin(), id, FINAL_EPOCH, vec![], &[])
                 .unwrap()
                 .session_id,
             0
         );
         assert_eq!(
-            sessions.resolve(id, 1, vec![], &[]).err(),
+            sessions.resolve(&admin(), id, 1, vec![], &[]).err(),
             Some(ResponseError::FetchSessionIdNotFound)
         );
     }
@@ -268,21 +318,21 @@ mod tests {
     fn the_cache_is_bounded_and_evicts_the_least_recently_used() {
         let sessions = FetchSessions::new(2);
         let a = sessions
-            .resolve(0, INITIAL_EPOCH, vec![], &[])
+            .resolve(&admin(), 0, INITIAL_EPOCH, vec![], &[])
             .unwrap()
             .session_id;
         let b = sessions
-            .resolve(0, INITIAL_EPOCH, vec![], &[])
+            .resolve(&admin(), 0, INITIAL_EPOCH, vec![], &[])
             .unwrap()
             .session_id;
-        sessions.resolve(a, 1, vec![], &[]).unwrap();
+        sessions.resolve(&admin(), a, 1, vec![], &[]).unwrap();
         let _c = sessions
-            .resolve(0, INITIAL_EPOCH, vec![], &[])
+            .resolve(&admin(), 0, INITIAL_EPOCH, vec![], &[])
             .unwrap()
             .session_id;
-        assert!(sessions.resolve(a, 2, vec![], &[]).is_ok());
+        assert!(sessions.resolve(&admin(), a, 2, vec![], &[]).is_ok());
         assert_eq!(
-            sessions.resolve(b, 1, vec![], &[]).err(),
+            sessions.resolve(&admin(), b, 1, vec![], &[]).err(),
             Some(ResponseError::FetchSessionIdNotFound)
         );
     }
@@ -291,7 +341,7 @@ mod tests {
     fn only_partitions_with_news_are_reported_incrementally() {
         let sessions = FetchSessions::new(2);
         let id = sessions
-            .resolve(0, INITIAL_EPOCH, vec![target("a", 0, 0)], &[])
+            .resolve(&admin(), 0, INITIAL_EPOCH, vec![target("a", 0, 0)], &[])
             .unwrap()
             .session_id;
         let now = Reported {
@@ -311,5 +361,45 @@ mod tests {
             },
             false
         ));
+    }
+
+    #[test]
+    fn another_principal_or_listener_cannot_use_advance_or_close_a_session() {
+        let sessions = FetchSessions::new(10);
+        let id = sessions
+            .resolve(&admin(), 0, INITIAL_EPOCH, vec![target("a", 0, 0)], &[])
+            .unwrap()
+            .session_id;
+        for intruder in [owner("alice", "PLAINTEXT"), owner("admin", "EXTERNAL")] {
+            assert_eq!(
+                sessions.resolve(&intruder, id, 1, vec![], &[]).err(),
+                Some(ResponseError::FetchSessionIdNotFound)
+            );
+            // Closing or reopening someone else's id leaves it alone.
+            sessions
+                .resolve(&intruder, id, FINAL_EPOCH, vec![], &[])
+                .unwrap();
+            sessions
+                .resolve(&intruder, id, INITIAL_EPOCH, vec![], &[])
+                .unwrap();
+        }
+        let plan = sessions.resolve(&admin(), id, 1, vec![], &[]).unwrap();
+        assert_eq!(plan.targets, vec![target("a", 0, 0)]);
+    }
+
+    #[test]
+    fn session_ids_are_not_sequential() {
+        let sessions = FetchSessions::new(100);
+        let ids: Vec<i32> = (0..20)
+            .map(|_| {
+                sessions
+                    .resolve(&admin(), 0, INITIAL_EPOCH, vec![], &[])
+                    .unwrap()
+                    .session_id
+            })
+            .collect();
+        assert!(ids.iter().all(|id| *id > 0));
+        let consecutive = ids.windows(2).filter(|w| w[1] == w[0] + 1).count();
+        assert!(consecutive < 3, "ids look sequential: {ids:?}");
     }
 }

@@ -525,3 +525,127 @@ async fn a_scram_proof_with_one_bit_flipped_is_refused_in_both_exchanges() {
     let last = client.last(&server_first, true);
     assert!(raw_exchange(&mut raw, &last).await.is_none());
 }
+
+/// ApiVersions v5 (newer than served; franz-go 1.22 opens with it): header v2 and an empty
+/// body, which is never read.
+fn api_versions_v5_frame(correlation_id: i32) -> Vec<u8> {
+    let mut payload = Vec::new();
+    payload.extend_from_slice(&(ApiKey::ApiVersions as i16).to_be_bytes());
+    payload.extend_from_slice(&5i16.to_be_bytes());
+    payload.extend_from_slice(&correlation_id.to_be_bytes());
+    payload.extend_from_slice(&2i16.to_be_bytes());
+    payload.extend_from_slice(b"fr");
+    payload.extend_from_slice(&[0, 1, 1, 0]);
+    let mut frame = i32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
+    frame.extend_from_slice(&payload);
+    frame
+}
+
+#[tokio::test]
+async fn a_newer_api_versions_gets_only_its_own_range_so_the_client_retries_and_sees_sasl() {
+    let setup = Setup::start(&[]).await;
+    for plaintext in [false, true] {
+        let mut stream = if plaintext {
+            setup.broker.client().await.stream
+        } else {
+            setup.connect().await
+        };
+        stream.write_all(&api_versions_v5_frame(11)).await.unwrap();
+        let answer = tokio::time::timeout(
+            Duration::from_secs(5),
+            frame::read_frame(&mut stream, 1 << 20),
+        );
+        let answer = answer.await.unwrap().unwrap().expect("an answer");
+        let (header, body) =
+            protocol::codec::decode_response(ApiKey::ApiVersions, 0, answer).unwrap();
+        assert_eq!(header.correlation_id, 11);
+        let body = expect_kind!(body, ApiVersions);
+        assert_eq!(body.error_code, ResponseError::UnsupportedVersion.code());
+        let listed: Vec<(i16, i16, i16)> = body
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, k.min_version, k.max_version))
+            .collect();
+        assert_eq!(listed, [(ApiKey::ApiVersions as i16, 0, 4)]);
+        // The connection stays open: the retry at v3 lists the SASL APIs on the SASL listener.
+        let retry = call_on(
+            &mut stream,
+            ApiKey::ApiVersions,
+            3,
+            ApiVersionsRequest::default(),
+        );
+        let keys = expect_kind!(retry.await.unwrap(), ApiVersions).api_keys;
+        let sasl_listed = keys
+            .iter()
+            .any(|k| k.api_key == ApiKey::SaslAuthenticate as i16);
+        assert_eq!(sasl_listed, !plaintext);
+    }
+}
+
+#[tokio::test]
+async fn a_failed_login_is_answered_only_after_the_failed_authentication_delay() {
+    let setup = Setup::start(&["--connection-failed-authentication-delay-ms", "600"]).await;
+    let mut stream = setup.connect().await;
+    let started = std::time::Instant::now();
+    let answer = plain_login(&mut stream, "alice", "wrong").await.unwrap();
+    assert_eq!(
+        answer.error_code,
+        ResponseError::SaslAuthenticationFailed.code()
+    );
+    assert!(started.elapsed() >= Duration::from_millis(550));
+    assert!(closed_unanswered(&mut stream).await);
+    // A good login is not delayed by it.
+    let mut alice = setup.authenticated("alice", "alice-secret").await;
+    assert!(served(&mut alice).await);
+}
+
+/// Opens a SASL connection whose handshake succeeded, then declares a frame of
+/// `declared_bytes` and sends `sent_bytes` of it.
+async fn partial_sasl_frame(setup: &Setup, declared_bytes: usize, sent_bytes: usize) -> TcpStream {
+    let mut stream = setup.connect().await;
+    let answer = call_on(&mut stream, ApiKey::SaslHandshake, 1, handshake("PLAIN")).await;
+    assert_eq!(expect_kind!(answer.unwrap(), SaslHandshake).error_code, 0);
+    let declared = i32::try_from(declared_bytes).unwrap();
+    stream.write_all(&declared.to_be_bytes()).await.unwrap();
+    stream.write_all(&vec![0u8; sent_bytes]).await.unwrap();
+    stream
+}
+
+#[tokio::test]
+async fn connections_that_have_not_logged_in_cannot_spend_what_authenticated_clients_need() {
+    // Old behaviour: the 20 partial frames below took 10 MiB of a 4 MiB shared budget, and
+    // nobody (logged in or not, on any listener) was read again until they timed out.
+    let setup = Setup::start(&[
+        "--max-frame-bytes",
+        "1048576",
+        "--queued-max-request-bytes",
+        "4194304",
+        "--queued-max-unauthenticated-request-bytes",
+        "1048576",
+        "--frame-stall-timeout-ms",
+        "300",
+    ])
+    .await;
+    let mut alice = setup.authenticated("alice", "alice-secret").await;
+    let mut attackers = Vec::new();
+    for _ in 0..10 {
+        // Declared, nothing sent: holds one step at most.
+        attackers.push(partial_sasl_frame(&setup, 510 << 10, 0).await);
+        // Sent, then silent: holds what it sent until it gives way.
+        attackers.push(partial_sasl_frame(&setup, 510 << 10, 400 << 10).await);
+    }
+    let in_time = Duration::from_secs(10);
+    assert!(tokio::time::timeout(in_time, served(&mut alice))
+        .await
+        .unwrap());
+    let mut plaintext = setup.broker.client().await;
+    let answered = tokio::time::timeout(in_time, served(&mut plaintext.stream));
+    assert!(answered.await.unwrap());
+    // A newcomer logs in: a silent frame gives way to its login.
+    let login = setup.authenticated("bob", "bob-secret");
+    let mut bob = tokio::time::timeout(in_time, login)
+        .await
+        .expect("a login is not locked out");
+    assert!(served(&mut bob).await);
+    drop(attackers);
+}

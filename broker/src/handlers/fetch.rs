@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::{kafka_offset, topic_name, RequestContext};
 use crate::context::Broker;
-use crate::fetch_session::{FetchTarget, Plan, Reported};
+use crate::fetch_session::{FetchTarget, Owner, Plan, Reported};
 use crate::security::acl::CLUSTER_NAME;
 use crate::security::authorizer::operations;
 use crate::storage_errors::read_error;
@@ -51,7 +51,7 @@ pub async fn handle(
     version: i16,
     request: FetchRequest,
 ) -> FetchResponse {
-    let mut plan = match plan(broker, version, &request) {
+    let mut plan = match plan(broker, context, version, &request) {
         Ok(plan) => plan,
         Err(error) => {
             return FetchResponse::default()
@@ -149,7 +149,12 @@ struct Limits {
 }
 
 /// The partitions to read: those named, or (v7+) the incremental session's.
-fn plan(broker: &Broker, version: i16, request: &FetchRequest) -> Result<Plan, ResponseError> {
+fn plan(
+    broker: &Broker,
+    context: &RequestContext,
+    version: i16,
+    request: &FetchRequest,
+) -> Result<Plan, ResponseError> {
     let requested: Vec<FetchTarget> = request
         .topics
         .iter()
@@ -174,7 +179,12 @@ fn plan(broker: &Broker, version: i16, request: &FetchRequest) -> Result<Plan, R
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| (t.topic.0.to_string(), *p)))
         .collect();
+    let owner = Owner {
+        principal: context.principal.clone(),
+        listener: context.listener.clone(),
+    };
     broker.fetch_sessions.resolve(
+        &owner,
         request.session_id,
         request.session_epoch,
         requested,
