@@ -255,6 +255,7 @@ impl Call<'_> {
         placement: &crate::cluster::Placement,
     ) -> Option<ResponseKind> {
         let ticket = ticket.unwrap_or_else(|| Sequencer::default().ticket());
+        let request = produce::one_batch_per_partition(request);
         let (request, denied) =
             produce_access::split(&self.broker.authorizer, self.context, request);
         let (request, refused) = crate::cluster::produce_guard::split(

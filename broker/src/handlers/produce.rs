@@ -4,13 +4,15 @@
 //! refused whole, before anything of it is stored or offsets are assigned. Every acks level waits for durability: the engine acknowledges nothing
 //! from memory.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::join_all;
+use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use record_batch::validate::single_batch;
@@ -119,6 +121,39 @@ pub async fn handle(
         return None;
     }
     Some(ProduceResponse::default().with_responses(responses))
+}
+
+/// The request with each partition once, as Kafka reads it (`KafkaApis.handleProduceRequest`
+/// collects the batches in a map by partition): a partition named again, under the same topic
+/// entry or another entry of the same topic, keeps its place of first mention and its last
+/// batch, and is appended and answered once.
+pub fn one_batch_per_partition(mut request: ProduceRequest) -> ProduceRequest {
+    let mut topics: Vec<TopicProduceData> = Vec::with_capacity(request.topic_data.len());
+    let mut seen: HashMap<(TopicName, i32), (usize, usize)> = HashMap::new();
+    for topic in std::mem::take(&mut request.topic_data) {
+        let mut topic = topic;
+        let partitions = std::mem::take(&mut topic.partition_data);
+        let topic_at = match topics.iter().position(|t| t.name == topic.name) {
+            Some(at) => at,
+            None => {
+                topics.push(topic);
+                topics.len() - 1
+            }
+        };
+        for partition in partitions {
+            let key = (topics[topic_at].name.clone(), partition.index);
+            match seen.get(&key) {
+                Some(&(t, p)) => topics[t].partition_data[p] = partition,
+                None => {
+                    let list = &mut topics[topic_at].partition_data;
+                    seen.insert(key, (topic_at, list.len()));
+                    list.push(partition);
+                }
+            }
+        }
+    }
+    request.topic_data = topics;
+    request
 }
 
 fn failed(error: ResponseError, message: &str) -> Submitted {
@@ -511,4 +546,61 @@ async fn written(
     response
         .with_base_offset(i64::try_from(base_offset).unwrap_or(i64::MAX))
         .with_log_start_offset(log_start_offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::produce_request::PartitionProduceData;
+
+    fn topic(name: &str, partitions: &[(i32, &'static [u8])]) -> TopicProduceData {
+        TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_static_str(match name {
+                "a" => "a",
+                _ => "b",
+            })))
+            .with_partition_data(
+                partitions
+                    .iter()
+                    .map(|(index, records)| {
+                        PartitionProduceData::default()
+                            .with_index(*index)
+                            .with_records(Some(bytes::Bytes::from_static(records)))
+                    })
+                    .collect(),
+            )
+    }
+
+    fn listed(request: &ProduceRequest) -> Vec<(String, i32, Vec<u8>)> {
+        request
+            .topic_data
+            .iter()
+            .flat_map(|t| {
+                t.partition_data.iter().map(|p| {
+                    let records = p.records.as_deref().unwrap_or_default().to_vec();
+                    (t.name.0.to_string(), p.index, records)
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_partition_named_many_times_is_produced_once_with_its_last_batch() {
+        let request = ProduceRequest::default().with_topic_data(vec![
+            topic("a", &[(0, b"1"), (1, b"2"), (0, b"3")]),
+            topic("b", &[(0, b"4")]),
+            topic("a", &[(0, b"5"), (2, b"6")]),
+        ]);
+        let once = one_batch_per_partition(request);
+        assert_eq!(once.topic_data.len(), 2);
+        assert_eq!(
+            listed(&once),
+            vec![
+                ("a".into(), 0, b"5".to_vec()),
+                ("a".into(), 1, b"2".to_vec()),
+                ("a".into(), 2, b"6".to_vec()),
+                ("b".into(), 0, b"4".to_vec()),
+            ]
+        );
+    }
 }
