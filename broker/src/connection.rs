@@ -10,19 +10,23 @@
 //! one until it has (see `docs/request-order.md`). Responses leave in request order.
 //!
 //! Limits: at most `max_inflight_requests` requests and `max_frame_bytes` request bytes are in
-//! flight per connection, and `queued_max_request_bytes` across all of them; past any, reading
-//! pauses until earlier requests complete. A connection idle for `connections_max_idle_ms` is
-//! closed, and so is one whose frame does not arrive within `frame_read_timeout_ms`.
+//! flight per connection, and `queued_max_request_bytes` across all of them
+//! (`queued_max_unauthenticated_request_bytes` for connections still authenticating); past any,
+//! reading pauses until earlier requests complete. Bytes are taken as they arrive, not as a
+//! frame declares them, and a frame that stalls while a budget is spent gives way
+//! (`budget`). A connection idle for `connections_max_idle_ms` is closed, and so is one whose
+//! frame does not arrive within `frame_read_timeout_ms`.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use bytes::BytesMut;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::messages::RequestKind;
 use protocol::codec::{self, RequestError};
-use protocol::frame::{read_frame_body, read_frame_len, wait_for_frame, FrameError};
-use tokio::io::{AsyncRead, BufReader};
+use protocol::frame::{read_frame_len, wait_for_frame, FrameError};
+use tokio::io::{AsyncRead, AsyncReadExt, BufReader};
 use tokio::sync::{
     mpsc, watch, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, OwnedSemaphorePermit, RwLock,
     Semaphore,
@@ -40,8 +44,11 @@ use crate::security::{Principal, Session};
 use crate::sequencer::Sequencer;
 use crate::slots::Slot;
 
+pub mod budget;
 mod replies;
 mod sasl;
+
+use budget::{Budgets, Evicted, FrameTicket};
 
 use replies::{write_replies, Reply};
 
@@ -66,8 +73,8 @@ async fn take_turn(order: &Arc<RwLock<()>>, api_key: ApiKey) -> Turn {
     }
 }
 
-/// Request bytes being read or served, across every connection (`queued_max_request_bytes`).
-pub type RequestBytes = Arc<Semaphore>;
+/// Request bytes being read or served, across every connection.
+pub type RequestBytes = Arc<Budgets>;
 
 /// Serves the requests of one connection, plain TCP or TLS (after its handshake), whose
 /// security is `session`. On a SASL listener the client must authenticate first: until it has,
@@ -93,6 +100,7 @@ pub async fn serve<S: Transport>(
         .then(|| broker.sasl.server(peer));
     if sasl_server.is_some() {
         frames.limit_bytes = frames.max_frame_bytes.min(MAX_RECEIVE_BYTES);
+        frames.authenticating = true;
     }
     let mut requests = Requests {
         broker,
@@ -117,6 +125,7 @@ pub async fn serve<S: Transport>(
         let outcome = match sasl_server.as_mut() {
             None => {
                 slot.prove();
+                frames.proven = true;
                 let decoded = codec::decode_request(frame);
                 requests.dispatch(decoded, permits, &mut shutdown).await
             }
@@ -135,9 +144,17 @@ pub async fn serve<S: Transport>(
                 // Only an authenticated client keeps its slot against newcomers.
                 slot.prove();
                 frames.limit_bytes = frames.max_frame_bytes;
+                frames.authenticating = false;
+                frames.proven = true;
                 ready(&queue, reply).await
             }
             Dispatched::Sasl(sasl::Outcome::Close(reply)) => {
+                // Kafka's `connection.failed.authentication.delay.ms`: guessing is slow.
+                let delay_ms = requests.broker.sasl.config().failed_authentication_delay_ms;
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
+                    _ = shutdown.changed() => {}
+                }
                 if let Some(reply) = reply {
                     let _ = ready(&queue, reply).await;
                 }
@@ -271,49 +288,73 @@ async fn ready(queue: &mpsc::Sender<JoinHandle<Reply>>, reply: Reply) -> bool {
 }
 
 /// The memory a request holds while it is read and served: its share of the connection's
-/// `max_frame_bytes` and of every connection's `queued_max_request_bytes`.
+/// `max_frame_bytes` and of its budget, taken step by step as its bytes arrived.
 pub struct Permits {
     connection: OwnedSemaphorePermit,
-    _global: OwnedSemaphorePermit,
+    _budget: OwnedSemaphorePermit,
 }
 
 impl Permits {
-    /// The size of the frame they were taken for.
+    /// The size of the frame they were taken for (at least 1).
     fn frame_bytes(&self) -> usize {
         self.connection.num_permits()
+    }
+
+    fn add(held: &mut Option<Permits>, more: Permits) {
+        match held {
+            Some(held) => {
+                held.connection.merge(more.connection);
+                held._budget.merge(more._budget);
+            }
+            None => *held = Some(more),
+        }
     }
 }
 
 /// Reads a connection's frames with its limits: the wait for a frame is bounded by
 /// `connections_max_idle_ms` (while nothing is in flight), a started frame must arrive within
-/// `frame_read_timeout_ms`, and its body is allocated only once its byte permits are held.
+/// `frame_read_timeout_ms`, and its bytes are taken from the connection's share and its budget
+/// one step ahead of what has arrived.
 struct FrameReader<R> {
     reader: BufReader<R>,
     max_frame_bytes: usize,
     /// The largest frame read now: `max_frame_bytes`, or less before SASL authentication.
     limit_bytes: usize,
+    /// On a SASL listener before authentication: frames read under the unauthenticated budget.
+    authenticating: bool,
+    /// The connection authenticated or had a request served: a frame's buffer is allocated for
+    /// its declared size at once (one allocation, no copy) instead of growing as bytes arrive.
+    proven: bool,
     idle: Duration,
     read_timeout: Duration,
     /// This connection's request bytes in flight (`max_frame_bytes` in all).
     connection_bytes: Arc<Semaphore>,
-    request_bytes: RequestBytes,
+    budgets: RequestBytes,
 }
 
 /// Bytes buffered from the socket: small pipelined requests share a read, a big body bypasses
 /// the buffer and goes straight to its own allocation.
 const READ_BUFFER_BYTES: usize = 16 << 10;
 
+/// Why a frame's body was not read.
+enum BodyEnd {
+    Read(FrameError),
+    Evicted(Evicted),
+}
+
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    fn new(reader: R, config: &Config, request_bytes: RequestBytes) -> FrameReader<R> {
+    fn new(reader: R, config: &Config, budgets: RequestBytes) -> FrameReader<R> {
         FrameReader {
             reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader),
             max_frame_bytes: config.max_frame_bytes,
             limit_bytes: config.max_frame_bytes,
+            authenticating: false,
+            proven: false,
             idle: Duration::from_millis(config.connections_max_idle_ms),
             read_timeout: Duration::from_millis(config.frame_read_timeout_ms),
             // max_frame_bytes <= i32::MAX is checked by the config.
             connection_bytes: Arc::new(Semaphore::new(config.max_frame_bytes)),
-            request_bytes,
+            budgets,
         }
     }
 
@@ -328,17 +369,86 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             Ok(Err(error)) => return log_read_end(peer, error),
             Err(_) => return log_slow_frame(peer, self.read_timeout),
         };
-        let permits = self.permits(size_bytes).await?;
-        match timeout(
-            self.read_timeout,
-            read_frame_body(&mut self.reader, size_bytes),
-        )
-        .await
-        {
-            Ok(Ok(body)) => Some((body, permits)),
-            Ok(Err(error)) => log_read_end(peer, error),
+        let budget = if self.authenticating {
+            &self.budgets.unauthenticated
+        } else {
+            &self.budgets.authenticated
+        };
+        let ticket = budget.start_frame();
+        let body = tokio::select! {
+            body = timeout(self.read_timeout, self.read_body(size_bytes, &ticket)) => body,
+            evicted = ticket.evicted() => Ok(Err(BodyEnd::Evicted(evicted))),
+        };
+        match body {
+            Ok(Ok(body)) => Some(body),
+            Ok(Err(BodyEnd::Read(error))) => log_read_end(peer, error),
+            Ok(Err(BodyEnd::Evicted(evicted))) => {
+                tracing::info!(%peer, %evicted, size_bytes, "closing connection: its frame gave way");
+                None
+            }
             Err(_) => log_slow_frame(peer, self.read_timeout),
         }
+    }
+
+    /// Reads a body of `size_bytes` (checked against the limit), taking its bytes one step
+    /// ahead of what arrived: a peer that declares a frame and sends nothing holds one step.
+    async fn read_body(
+        &mut self,
+        size_bytes: usize,
+        ticket: &FrameTicket,
+    ) -> Result<(Bytes, Permits), BodyEnd> {
+        let step_bytes = ticket.budget().step_bytes();
+        let mut body = BytesMut::with_capacity(if self.proven {
+            size_bytes
+        } else {
+            size_bytes.min(step_bytes)
+        });
+        // An empty body still holds a permit, so that it counts as in flight.
+        let mut held = None;
+        if size_bytes == 0 {
+            held = Some(self.take(1, ticket).await.map_err(BodyEnd::Evicted)?);
+        }
+        while body.len() < size_bytes {
+            let step = (size_bytes - body.len()).min(step_bytes);
+            let more = self.take(step, ticket).await.map_err(BodyEnd::Evicted)?;
+            Permits::add(&mut held, more);
+            grow(&mut body, step, size_bytes);
+            let target = body.len() + step;
+            while body.len() < target {
+                let limit = (target - body.len()) as u64;
+                let read = (&mut self.reader).take(limit).read_buf(&mut body).await;
+                match read {
+                    Ok(0) => return Err(BodyEnd::Read(FrameError::Truncated)),
+                    Ok(_) => {}
+                    Err(error) => return Err(BodyEnd::Read(FrameError::Io(error))),
+                }
+            }
+            ticket.stepped();
+        }
+        debug_assert_eq!(body.len(), size_bytes);
+        let permits = held.ok_or(BodyEnd::Read(FrameError::Truncated))?;
+        debug_assert_eq!(permits.frame_bytes(), size_bytes.max(1));
+        Ok((body.freeze(), permits))
+    }
+
+    /// `bytes` of the connection's share first, so that a connection waiting for its own
+    /// earlier requests holds nothing more of its budget, then of the budget.
+    async fn take(&self, bytes: usize, ticket: &FrameTicket) -> Result<Permits, Evicted> {
+        let evicted = Evicted {
+            budget: ticket.budget().name(),
+        };
+        let n = u32::try_from(bytes).map_err(|_| evicted)?;
+        let connection = self
+            .connection_bytes
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .map_err(|_| evicted)?;
+        let budget = ticket.take(bytes).await?;
+        Ok(Permits {
+            connection,
+            _budget: budget,
+        })
     }
 
     /// Waits for the first byte of a frame; false if the peer closed, the wait failed, or the
@@ -369,28 +479,20 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     fn is_idle(&self) -> bool {
         self.connection_bytes.available_permits() == self.max_frame_bytes
     }
+}
 
-    /// The connection's permits first, so that a connection waiting for its own earlier
-    /// requests holds nothing of the global budget.
-    async fn permits(&self, size_bytes: usize) -> Option<Permits> {
-        let n = u32::try_from(size_bytes.max(1)).unwrap_or(u32::MAX);
-        let connection = self
-            .connection_bytes
-            .clone()
-            .acquire_many_owned(n)
-            .await
-            .ok()?;
-        let global = self
-            .request_bytes
-            .clone()
-            .acquire_many_owned(n)
-            .await
-            .ok()?;
-        Some(Permits {
-            connection,
-            _global: global,
-        })
+/// Makes room in `body` for `step` more bytes of a `size_bytes` frame: a buffer that grows
+/// with what arrived doubles (one copy of the frame at most), never past the frame's size.
+fn grow(body: &mut BytesMut, step: usize, size_bytes: usize) {
+    let needed = body.len() + step;
+    debug_assert!(needed <= size_bytes);
+    if body.capacity() >= needed {
+        return;
     }
+    let capacity = (body.capacity() * 2).clamp(needed, size_bytes);
+    let mut grown = BytesMut::with_capacity(capacity);
+    grown.extend_from_slice(body);
+    *body = grown;
 }
 
 /// A TLS ClientHello read as a frame length: record type 22 (handshake), version 3.x.

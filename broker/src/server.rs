@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
+use crate::connection::budget::Budgets;
 use crate::connection::{self, RequestBytes};
 use crate::context::{Broker, NodeListener};
 use crate::security::{Principal, Session};
@@ -45,7 +46,11 @@ pub async fn run(listeners: Vec<Bound>, broker: Arc<Broker>, shutdown: watch::Re
     let config = &broker.config;
     let shared = Shared {
         slots: Slots::new(config.max_connections, config.max_connections_per_ip),
-        request_bytes: Arc::new(Semaphore::new(config.queued_max_request_bytes)),
+        request_bytes: Arc::new(Budgets::new(
+            config.queued_max_request_bytes,
+            config.queued_max_unauthenticated_request_bytes,
+            Duration::from_millis(config.frame_stall_timeout_ms),
+        )),
         broker: broker.clone(),
     };
     let mut accepting = JoinSet::new();

@@ -101,38 +101,87 @@ fn big_produce(client: &mut Client, bytes: usize) -> Vec<u8> {
         .to_vec()
 }
 
-#[tokio::test]
-async fn request_bytes_in_flight_are_bounded_across_connections() {
+/// A broker whose request-byte budget is 2 MiB, with frames up to 1.5 MiB.
+async fn small_budget_broker(stall_ms: &str) -> TestBroker {
     let mib = 1 << 20;
-    let broker = TestBroker::start(&[
+    TestBroker::start(&[
         "--max-frame-bytes",
         &(3 * mib / 2).to_string(),
         "--queued-max-request-bytes",
         &(2 * mib).to_string(),
+        "--frame-stall-timeout-ms",
+        stall_ms,
     ])
-    .await;
-    // A announces 1.4 MiB and sends half of it: that much of the budget is taken.
+    .await
+}
+
+/// 21 steps of 64 KiB (1.3 MiB): a frame that sent 20 of them holds all it will need.
+const ANNOUNCED_BYTES: usize = 21 * STEP_BYTES;
+const STEP_BYTES: usize = 64 << 10;
+
+#[tokio::test]
+async fn request_bytes_in_flight_are_bounded_across_connections() {
+    let broker = small_budget_broker("60000").await;
+    // A announces 1.3 MiB and sends all but its last step: the whole frame is taken.
     let mut a = broker.client().await;
-    let announced = (1.4 * mib as f64) as i32;
-    a.send_raw(&announced.to_be_bytes()).await;
-    a.send_raw(&vec![0u8; announced as usize / 2]).await;
+    a.send_raw(&(ANNOUNCED_BYTES as i32).to_be_bytes()).await;
+    a.send_raw(&vec![0u8; ANNOUNCED_BYTES - STEP_BYTES]).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    // B's 1 MiB request does not fit in what is left: it is not even read until A is done.
+    // B's 1 MiB request does not fit in what is left: it is not read whole until A is done.
     let mut b = broker.client().await;
-    let frame = big_produce(&mut b, mib);
+    let frame = big_produce(&mut b, 1 << 20);
     b.send_raw(&frame).await;
     let early = tokio::time::timeout(Duration::from_millis(700), b.stream.readable()).await;
     assert!(early.is_err(), "b was answered while a held the budget");
     // A's frame completes (garbage: A is closed), its bytes are released, B is answered.
-    a.send_raw(&vec![0u8; announced as usize - announced as usize / 2])
-        .await;
-    let response = b.read_raw().await.expect("b is answered once a is done");
+    a.send_raw(&vec![0u8; STEP_BYTES]).await;
+    assert_unknown_topic(b.read_raw().await.expect("b is answered once a is done"));
+}
+
+fn assert_unknown_topic(response: bytes::Bytes) {
     let (_, body) = protocol::codec::decode_response(ApiKey::Produce, 8, response).unwrap();
     let produce = expect_kind!(body, Produce);
     assert_eq!(
         produce.responses[0].partition_responses[0].error_code,
         kafka_protocol::ResponseError::UnknownTopicOrPartition.code()
     );
+}
+
+#[tokio::test]
+async fn frames_declared_but_not_sent_hold_almost_nothing_of_the_budget() {
+    // Before: three connections declaring 1.3 MiB each held the whole 2 MiB budget.
+    let broker = small_budget_broker("60000").await;
+    let mut silent = Vec::new();
+    for _ in 0..3 {
+        let mut client = broker.client().await;
+        client
+            .send_raw(&(ANNOUNCED_BYTES as i32).to_be_bytes())
+            .await;
+        silent.push(client);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut b = broker.client().await;
+    let frame = big_produce(&mut b, 1 << 20);
+    b.send_raw(&frame).await;
+    let answer = tokio::time::timeout(Duration::from_secs(10), b.read_raw());
+    assert_unknown_topic(answer.await.unwrap().expect("b is answered"));
+    drop(silent);
+}
+
+#[tokio::test]
+async fn a_stalled_frame_holding_the_budget_gives_way_to_a_waiting_request() {
+    let broker = small_budget_broker("300").await;
+    let mut a = broker.client().await;
+    a.send_raw(&(ANNOUNCED_BYTES as i32).to_be_bytes()).await;
+    a.send_raw(&vec![0u8; ANNOUNCED_BYTES - STEP_BYTES]).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut b = broker.client().await;
+    let frame = big_produce(&mut b, 1 << 20);
+    b.send_raw(&frame).await;
+    // A sends nothing more: after the stall timeout it gives way, and B is served.
+    let answer = tokio::time::timeout(Duration::from_secs(10), b.read_raw());
+    assert_unknown_topic(answer.await.unwrap().expect("b is answered"));
+    assert!(closed_within(&mut a, Duration::from_secs(5)).await);
 }
 
 #[tokio::test]

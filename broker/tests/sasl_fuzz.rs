@@ -101,6 +101,7 @@ async fn authenticator() -> Arc<SaslAuthenticator> {
             clock_skew_s: 30,
         }),
         connections_max_reauth_ms: 0,
+        failed_authentication_delay_ms: 0,
     };
     SaslAuthenticator::open(config, Arc::new(scram), storage::clock::system())
         .await

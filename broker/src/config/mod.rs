@@ -50,6 +50,8 @@ pub struct Config {
     pub connections_max_idle_ms: u64,
     pub frame_read_timeout_ms: u64,
     pub queued_max_request_bytes: usize,
+    pub queued_max_unauthenticated_request_bytes: usize,
+    pub frame_stall_timeout_ms: u64,
     pub max_inflight_requests: usize,
     pub group_initial_rebalance_delay_ms: u64,
     pub group_min_session_timeout_ms: i32,
@@ -143,6 +145,9 @@ impl Config {
             connections_max_idle_ms: r.get(&s::CONNECTIONS_MAX_IDLE_MS),
             frame_read_timeout_ms: r.get(&s::FRAME_READ_TIMEOUT_MS),
             queued_max_request_bytes: r.get(&s::QUEUED_MAX_REQUEST_BYTES),
+            queued_max_unauthenticated_request_bytes: r
+                .get(&s::QUEUED_MAX_UNAUTHENTICATED_REQUEST_BYTES),
+            frame_stall_timeout_ms: r.get(&s::FRAME_STALL_TIMEOUT_MS),
             max_inflight_requests: r.get(&s::MAX_INFLIGHT_REQUESTS),
             group_initial_rebalance_delay_ms: r.get(&s::GROUP_INITIAL_REBALANCE_DELAY_MS),
             group_min_session_timeout_ms: r.get(&s::GROUP_MIN_SESSION_TIMEOUT_MS),

@@ -18,6 +18,7 @@ pub static SASL: &[&dyn AnySetting] = &[
     &SASL_OAUTHBEARER_SUB_CLAIM_NAME,
     &SASL_OAUTHBEARER_CLOCK_SKEW_SECONDS,
     &CONNECTIONS_MAX_REAUTH_MS,
+    &CONNECTION_FAILED_AUTHENTICATION_DELAY_MS,
 ];
 
 pub static SASL_ENABLED_MECHANISMS: Setting<String> = Setting::new(
@@ -89,6 +90,14 @@ pub static CONNECTIONS_MAX_REAUTH_MS: Setting<u64> = Setting::new(
     "Longest a SASL session lasts before the client must re-authenticate (KIP-368, Kafka's `connections.max.reauth.ms`); 0: no limit (OAUTHBEARER sessions still end with their token)",
 );
 
+pub static CONNECTION_FAILED_AUTHENTICATION_DELAY_MS: Setting<u64> = Setting::new(
+    "connection_failed_authentication_delay_ms",
+    100,
+    Unit::Ms,
+    "How long a failed SASL authentication or TLS handshake waits before its answer and the close, which slows down password guessing (Kafka's `connection.failed.authentication.delay.ms`); below connections_max_idle_ms",
+)
+.at_most(60_000);
+
 /// OAUTHBEARER cannot be offered without keys to check its tokens.
 pub fn oauthbearer_has_keys(resolved: &Resolved) -> Result<(), String> {
     let enabled = parse_mechanisms(&resolved.get(&SASL_ENABLED_MECHANISMS))
@@ -126,5 +135,6 @@ pub fn sasl_config(r: &Resolved) -> Result<SaslConfig, ConfigError> {
         plain_users_file: r.get(&SASL_PLAIN_USERS_FILE),
         oauthbearer,
         connections_max_reauth_ms: r.get(&CONNECTIONS_MAX_REAUTH_MS),
+        failed_authentication_delay_ms: r.get(&CONNECTION_FAILED_AUTHENTICATION_DELAY_MS),
     })
 }

@@ -23,6 +23,8 @@ pub static TOPICS: &[&dyn AnySetting] = &[&AUTO_CREATE_TOPICS, &DEFAULT_PARTITIO
 pub static CONNECTIONS: &[&dyn AnySetting] = &[
     &MAX_FRAME_BYTES,
     &QUEUED_MAX_REQUEST_BYTES,
+    &QUEUED_MAX_UNAUTHENTICATED_REQUEST_BYTES,
+    &FRAME_STALL_TIMEOUT_MS,
     &MAX_CONNECTIONS,
     &MAX_CONNECTIONS_PER_IP,
     &CONNECTIONS_MAX_IDLE_MS,
@@ -206,6 +208,23 @@ pub static QUEUED_MAX_REQUEST_BYTES: Setting<usize> = Setting::new(
     "Request bytes being read or served across all connections (Kafka's `queued.max.request.bytes`); past it, connections pause reading. At least max_frame_bytes",
 )
 .at_most(tokio::sync::Semaphore::MAX_PERMITS as i128);
+
+pub static QUEUED_MAX_UNAUTHENTICATED_REQUEST_BYTES: Setting<usize> = Setting::new(
+    "queued_max_unauthenticated_request_bytes",
+    32 << 20,
+    Unit::Bytes,
+    "Request bytes being read or served across connections of SASL listeners that have not authenticated yet, apart from queued_max_request_bytes so that they cannot spend what authenticated clients need; at least 512 KiB (the largest frame before authentication)",
+)
+.at_least(crate::security::sasl::MAX_RECEIVE_BYTES as i128)
+.at_most(tokio::sync::Semaphore::MAX_PERMITS as i128);
+
+pub static FRAME_STALL_TIMEOUT_MS: Setting<u64> = Setting::new(
+    "frame_stall_timeout_ms",
+    2_000,
+    Unit::Ms,
+    "While readers wait for a spent request-byte budget, a frame of that budget that has received no byte for this long is closed, so that slow or silent connections give way to others (docs/security.md, \"The front door\")",
+)
+.at_least(1);
 
 pub static MAX_CONNECTIONS: Setting<usize> = Setting::new(
     "max_connections",

@@ -62,7 +62,8 @@ pub(super) async fn frame(
             server.refuse_request(api_key);
             // Logged (rate-limited) by the failure log; this line only at debug.
             tracing::debug!(%peer, ?api_key, "closing connection: request not allowed before sasl authentication");
-            Dispatched::Close
+            // An authentication failure as Kafka counts it (IllegalSaslStateException).
+            Dispatched::Sasl(Outcome::Close(None))
         }
         // Served as usual; decoding errors answer or close as on any listener.
         (decoded, _) => requests.dispatch(decoded, permits, shutdown).await,

@@ -81,6 +81,9 @@ pub struct SaslConfig {
     /// Kafka's `connections.max.reauth.ms`: 0 lets sessions last (OAUTHBEARER sessions still
     /// end with their token).
     pub connections_max_reauth_ms: u64,
+    /// Kafka's `connection.failed.authentication.delay.ms`: a failed authentication is
+    /// answered and closed this much later.
+    pub failed_authentication_delay_ms: u64,
 }
 
 impl Default for SaslConfig {
@@ -93,6 +96,8 @@ impl Default for SaslConfig {
             plain_users_file: None,
             oauthbearer: None,
             connections_max_reauth_ms: 0,
+            failed_authentication_delay_ms:
+                crate::config::sasl::CONNECTION_FAILED_AUTHENTICATION_DELAY_MS.default_value(),
         }
     }
 }

@@ -41,6 +41,7 @@ async fn fixture(max_reauth_ms: u64) -> Fixture {
         plain_users_file: None,
         oauthbearer: Some(jwt.clone()),
         connections_max_reauth_ms: max_reauth_ms,
+        failed_authentication_delay_ms: 0,
     };
     let clock = Arc::new(ManualClock::new(NOW_MS));
     let shared = Arc::new(SaslAuthenticator {
