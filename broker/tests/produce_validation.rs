@@ -17,14 +17,13 @@ use std::io::Write;
 
 use bytes::{Bytes, BytesMut};
 use common::{create_topic, name, Client, TestBroker};
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 use record_batch::header::fix_crc;
 use record_batch::varint::put_varlong;
-use record_batch::{decode_batch, encode_batch, split_batches, BatchHeader, RecordRow};
+use record_batch::{encode_batch, BatchHeader, RecordRow};
 
 const TOPIC: &str = "validated";
 const NOW: i64 = 1_700_000_000_000;
@@ -101,35 +100,6 @@ async fn high_watermark(client: &mut Client) -> i64 {
         ListOffsets
     );
     response.topics[0].partitions[0].offset
-}
-
-/// Every (offset, value) of the partition from `offset` on.
-async fn fetch(client: &mut Client, offset: i64) -> Vec<(i64, Option<Bytes>)> {
-    let request = FetchRequest::default()
-        .with_max_wait_ms(0)
-        .with_min_bytes(1)
-        .with_max_bytes(1 << 20)
-        .with_session_epoch(-1)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic(name(TOPIC))
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(0)
-                .with_fetch_offset(offset)
-                .with_log_start_offset(-1)
-                .with_partition_max_bytes(1 << 20)])]);
-    let response = expect_kind!(client.call(ApiKey::Fetch, 12, request).await, Fetch);
-    let records = response.responses[0].partitions[0].records.clone();
-    let mut out = Vec::new();
-    for b in split_batches(records.unwrap_or_default()).unwrap() {
-        let decoded = decode_batch(&b).unwrap();
-        for r in decoded.records {
-            out.push((
-                decoded.header.base_offset + i64::from(r.offset_delta),
-                r.value,
-            ));
-        }
-    }
-    out
 }
 
 async fn setup() -> (TestBroker, Client) {
