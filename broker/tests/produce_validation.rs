@@ -17,14 +17,13 @@ use std::io::Write;
 
 use bytes::{Bytes, BytesMut};
 use common::{create_topic, name, Client, TestBroker};
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 use record_batch::header::fix_crc;
 use record_batch::varint::put_varlong;
-use record_batch::{decode_batch, encode_batch, split_batches, BatchHeader, RecordRow};
+use record_batch::{encode_batch, BatchHeader, RecordRow};
 
 const TOPIC: &str = "validated";
 const NOW: i64 = 1_700_000_000_000;
@@ -103,35 +102,6 @@ async fn high_watermark(client: &mut Client) -> i64 {
     response.topics[0].partitions[0].offset
 }
 
-/// Every (offset, value) of the partition from `offset` on.
-async fn fetch(client: &mut Client, offset: i64) -> Vec<(i64, Option<Bytes>)> {
-    let request = FetchRequest::default()
-        .with_max_wait_ms(0)
-        .with_min_bytes(1)
-        .with_max_bytes(1 << 20)
-        .with_session_epoch(-1)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic(name(TOPIC))
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(0)
-                .with_fetch_offset(offset)
-                .with_log_start_offset(-1)
-                .with_partition_max_bytes(1 << 20)])]);
-    let response = expect_kind!(client.call(ApiKey::Fetch, 12, request).await, Fetch);
-    let records = response.responses[0].partitions[0].records.clone();
-    let mut out = Vec::new();
-    for b in split_batches(records.unwrap_or_default()).unwrap() {
-        let decoded = decode_batch(&b).unwrap();
-        for r in decoded.records {
-            out.push((
-                decoded.header.base_offset + i64::from(r.offset_delta),
-                r.value,
-            ));
-        }
-    }
-    out
-}
-
 async fn setup() -> (TestBroker, Client) {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
@@ -170,17 +140,18 @@ async fn a_record_count_the_records_do_not_back_is_refused_and_nothing_is_stored
 }
 
 #[tokio::test]
-async fn wrong_offset_deltas_are_renumbered_as_kafka_rebuilds_them() {
+async fn offset_deltas_other_than_0_to_n_are_refused_and_nothing_is_stored() {
     let (_broker, mut client) = setup().await;
     for codec in [0, 3] {
-        let hw = high_watermark(&mut client).await;
-        assert_eq!(
-            produce(&mut client, batch(codec, &[0, 5, 1])).await,
-            (0, hw)
-        );
-        assert_eq!(high_watermark(&mut client).await, hw + 3);
-        let offsets: Vec<i64> = fetch(&mut client, hw).await.iter().map(|r| r.0).collect();
-        assert_eq!(offsets, [hw, hw + 1, hw + 2], "codec {codec}");
+        for deltas in [&[0, 5, 1][..], &[0, 0]] {
+            let hw = high_watermark(&mut client).await;
+            assert_eq!(
+                produce(&mut client, batch(codec, deltas)).await,
+                (INVALID_RECORD, -1),
+                "codec {codec}, {deltas:?}"
+            );
+            nothing_stored(&mut client, hw).await;
+        }
     }
 }
 

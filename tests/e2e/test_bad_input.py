@@ -9,7 +9,7 @@ import zstandard
 
 import wire
 
-INVALID_RECORD, CORRUPT_MESSAGE = 87, 2
+INVALID_RECORD, CORRUPT_MESSAGE, UNKNOWN_SERVER_ERROR = 87, 2, -1
 
 CLOSE_WAIT_S = 10
 ROUNDS_FOR_RSS = 300
@@ -160,10 +160,38 @@ def test_a_malformed_batch_is_refused_whole_with_kafkas_code(broker, new_topic, 
     assert wire.api_versions_ok(broker.bootstrap)
 
 
-def test_offset_deltas_a_producer_numbered_wrong_are_accepted(broker, new_topic):
-    """Kafka does not refuse them (it rebuilds compressed batches; we renumber any batch)."""
+def keyed(key_length: int, offset_delta: int) -> bytes:
+    """A record whose key length field says `key_length` (no key bytes follow), value b"v"."""
+    body = bytes([0]) + wire.varint(0) + wire.varint(offset_delta) + wire.varint(key_length)
+    body += wire.varint(1) + b"v" + wire.varint(0)
+    return wire.varint(len(body)) + body
+
+
+# Records Kafka 4.1 acknowledges and a librdkafka consumer then stalls on: (records, count,
+# record index at fault, our message, Kafka's code per codec).
+UNREADABLE = {
+    "key_length_minus_7": (R0 + keyed(-7, 1), 2, 1, "invalid key length -7", {0: 0, 4: 0}),
+    # Kafka rebuilds a compressed batch with wrong deltas and fails doing so (its bug).
+    "offset_deltas_0_0": (R0 + wire.record(b"v1", 0), 2, 1, "offset delta 0", {0: 0, 4: UNKNOWN_SERVER_ERROR}),
+}
+
+
+@pytest.mark.parametrize("codec", [0, 4])
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_a_record_a_consumer_cannot_read_is_refused_at_its_index(broker, target, new_topic, case, codec):
+    """We are stricter than Kafka here (docs/produce-validation.md says why)."""
+    records, count, index, message, kafka_code = UNREADABLE[case]
     topic = new_topic()
-    records = wire.record(b"a", 0) + wire.record(b"b", 5) + wire.record(b"c", 1)
-    assert produce(broker, topic, wire.batch(records, 3)) == 0
     assert produce(broker, topic, wire.batch(R0, 1)) == 0
-    assert latest_offset(broker, topic) == 4
+    bad = wire.batch(records, count, codec=codec, compress=zstd if codec == 4 else None)
+    with wire.connect(broker.bootstrap, timeout_s=60) as s:
+        s.sendall(wire.produce_request(topic, bad, 41))
+        error, record_errors, _ = wire.produce_v8_partition(wire.read_frame(s))
+    if target == "kafka":
+        assert error == kafka_code[codec]
+        return
+    assert error == INVALID_RECORD
+    assert len(record_errors) == 1 and record_errors[0][0] == index
+    assert message in record_errors[0][1]
+    assert produce(broker, topic, wire.batch(R0, 1)) == 0
+    assert latest_offset(broker, topic) == 2

@@ -6,7 +6,7 @@
 //! bounds refusing the batch with INVALID_TIMESTAMP and `record_errors`; compacted topics need
 //! a key in every record, INVALID_RECORD with `record_errors` on every Produce version, as
 //! Kafka 4.1 answers), then what Kafka rewrites:
-//! offset deltas a producer numbered wrong, `compression.type` other than `producer`
+//! `compression.type` other than `producer`
 //! (re-encoded in the topic's codec), `LogAppendTime` (stamped into the header). With Kafka's
 //! defaults and a well-formed batch nothing is rewritten: it is appended exactly as received.
 //!
@@ -16,7 +16,7 @@
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
-use record_batch::rewrite::{reencode, renumber};
+use record_batch::rewrite::reencode;
 use record_batch::validate::{validate_produced, Limits, RecordInfo, Validated};
 use record_batch::{stamp_log_append_time, BatchHeader, RecordBatchError, DECOMPRESSED_BYTES_MAX};
 use storage::topics::{TimestampType, TopicCompression, TopicConfig};
@@ -64,6 +64,9 @@ impl From<RecordBatchError> for Refused {
         let error = match &e {
             RecordBatchError::Corrupt(_) => ResponseError::CorruptMessage,
             RecordBatchError::Invalid(_) => ResponseError::InvalidRecord,
+            RecordBatchError::InvalidRecord { index, message } => {
+                return invalid_records(vec![(*index, message.clone())]);
+            }
             // A Java producer splits a batch refused so and sends its halves.
             RecordBatchError::TooLarge(_) => ResponseError::MessageTooLarge,
             RecordBatchError::UnsupportedCodec(_) => ResponseError::UnsupportedCompressionType,
@@ -109,13 +112,10 @@ fn rewrite(
         .compression
         .codec()
         .filter(|c| *c != validated.header.codec());
-    if stamp.is_none() && reencode_to.is_none() && validated.offsets_in_order {
+    if stamp.is_none() && reencode_to.is_none() {
         return Ok(prepared(batch, validated, None));
     }
-    let mut out = match validated.offsets_in_order {
-        true => batch.to_vec(),
-        false => renumber(&batch, DECOMPRESSED_BYTES_MAX)?,
-    };
+    let mut out = batch.to_vec();
     if reencode_to.is_some() {
         let (codec, level) = codec_and_level(config.compression);
         out = reencode(&out, codec, level, DECOMPRESSED_BYTES_MAX)?;
@@ -221,22 +221,26 @@ impl RecordChecks {
         if self.key_errors.is_empty() {
             return Ok(());
         }
-        // Kafka prints Java's `RecordError.toString()` of the first three.
-        let shown: Vec<String> = self
-            .key_errors
-            .iter()
-            .take(RECORD_ERRORS_IN_MESSAGE_MAX)
-            .map(|(index, m)| format!("RecordError(batchIndex={index}, message='{m}')"))
-            .collect();
-        Err(Refused {
-            error: ResponseError::InvalidRecord,
-            message: format!(
-                "One or more records have been rejected due to {} record errors in total, and only showing the first three errors at most: [{}]",
-                self.key_errors.len(),
-                shown.join(", ")
-            ),
-            record_errors: self.key_errors,
-        })
+        Err(invalid_records(self.key_errors))
+    }
+}
+
+/// INVALID_RECORD with `record_errors`, in Kafka's words (Java's `RecordError.toString()` of
+/// the first three).
+fn invalid_records(record_errors: Vec<(i32, String)>) -> Refused {
+    let shown: Vec<String> = record_errors
+        .iter()
+        .take(RECORD_ERRORS_IN_MESSAGE_MAX)
+        .map(|(index, m)| format!("RecordError(batchIndex={index}, message='{m}')"))
+        .collect();
+    Refused {
+        error: ResponseError::InvalidRecord,
+        message: format!(
+            "One or more records have been rejected due to {} record errors in total, and only showing the first three errors at most: [{}]",
+            record_errors.len(),
+            shown.join(", ")
+        ),
+        record_errors,
     }
 }
 
@@ -350,17 +354,15 @@ mod tests {
     }
 
     #[test]
-    fn offset_deltas_out_of_order_are_renumbered() {
-        let bytes = batch_with(3, &[NOW, NOW, NOW], &[0, 7, 1], false);
-        let prepared = prepare(&config(&[]), "t-0", bytes, NOW).unwrap();
-        let deltas: Vec<i32> = decode_batch(&prepared.records)
-            .unwrap()
-            .records
-            .iter()
-            .map(|r| r.offset_delta)
-            .collect();
-        assert_eq!(deltas, [0, 1, 2]);
-        assert_eq!(prepared.header.codec(), 3);
+    fn offset_deltas_out_of_order_are_refused_with_the_records_index() {
+        let bytes = batch_with(3, &[NOW, NOW, NOW], &[0, 0, 1], false);
+        let refused = prepare(&config(&[]), "t-0", bytes, NOW).unwrap_err();
+        assert_eq!(refused.error, ResponseError::InvalidRecord);
+        let indexes: Vec<i32> = refused.record_errors.iter().map(|e| e.0).collect();
+        assert_eq!(indexes, [1]);
+        assert!(refused
+            .message
+            .contains("RecordError(batchIndex=1, message='offset delta 0"));
     }
 
     #[test]

@@ -39,6 +39,10 @@ pub enum RecordBatchError {
     /// (Kafka: `InvalidRecordException`).
     #[error("invalid record batch: {0}")]
     Invalid(String),
+    /// One record is malformed in a way readers would tolerate but consumers do not (Kafka's
+    /// record-level `InvalidRecordException`, answered with `record_errors`).
+    #[error("invalid record at batch index {index}: {message}")]
+    InvalidRecord { index: i32, message: String },
     /// Past a limit (decompressed size, batch size).
     #[error("record batch too large: {0}")]
     TooLarge(String),

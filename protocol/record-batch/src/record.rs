@@ -2,8 +2,10 @@
 //! `length varint, attributes i8, timestamp_delta varlong, offset_delta varint,
 //! key_length varint, key, value_length varint, value, header_count varint,
 //! [header_key_length varint, header_key, header_value_length varint, header_value]`.
-//! A negative key or value length is a null (Kafka reads any negative one so); a negative
-//! header count or header key length is invalid. `length` must cover the fields exactly.
+//! A length of -1 is a null. Kafka reads any other negative key or value length as a null too,
+//! but consumers (librdkafka) fail on it, so the parser reads it as a null for stored batches and
+//! reports it in [`Fields::bad_length`] for produce validation to refuse. A negative header
+//! count or header key length is invalid. `length` must cover the fields exactly.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -22,12 +24,15 @@ pub(crate) struct Fields<F> {
     pub offset_delta: i32,
     pub key: Option<F>,
     pub value: Option<F>,
+    /// The first negative length other than -1 (which field, the length), read as a null.
+    pub bad_length: Option<(&'static str, i32)>,
 }
 
 /// The record's body, read within its declared length.
 struct Body<'i, I> {
     input: &'i mut I,
     left: usize,
+    bad_length: Option<(&'static str, i32)>,
 }
 
 impl<I: Input> Body<'_, I> {
@@ -52,8 +57,12 @@ impl<I: Input> Body<'_, I> {
         self.spend(len)?;
         self.input.field(len)
     }
-    fn nullable(&mut self) -> Result<Option<I::Field>, RecordBatchError> {
-        match usize::try_from(self.varint()?) {
+    fn nullable(&mut self, what: &'static str) -> Result<Option<I::Field>, RecordBatchError> {
+        let len = self.varint()?;
+        if len < -1 && self.bad_length.is_none() {
+            self.bad_length = Some((what, len));
+        }
+        match usize::try_from(len) {
             Ok(len) => self.field(len).map(Some),
             Err(_) => Ok(None),
         }
@@ -82,13 +91,17 @@ pub(crate) fn parse_body<I: Input>(
     headers: &mut Vec<(I::Field, Option<I::Field>)>,
 ) -> Result<Fields<I::Field>, RecordBatchError> {
     headers.clear();
-    let mut body = Body { input, left: len };
+    let mut body = Body {
+        input,
+        left: len,
+        bad_length: None,
+    };
     body.spend(1)?;
     let attributes = i8::from_be_bytes([body.input.byte()?]);
     let timestamp_delta = body.varlong()?;
     let offset_delta = body.varint()?;
-    let key = body.nullable()?;
-    let value = body.nullable()?;
+    let key = body.nullable("key")?;
+    let value = body.nullable("value")?;
     let count = body.varint()?;
     if count < 0 {
         return Err(invalid("negative header count"));
@@ -97,7 +110,7 @@ pub(crate) fn parse_body<I: Input>(
         let key_len =
             usize::try_from(body.varint()?).map_err(|_| invalid("negative header key length"))?;
         let key = body.field(key_len)?;
-        headers.push((key, body.nullable()?));
+        headers.push((key, body.nullable("header value")?));
     }
     if body.left != 0 {
         return Err(invalid("bytes left after a record's headers"));
@@ -108,6 +121,7 @@ pub(crate) fn parse_body<I: Input>(
         offset_delta,
         key,
         value,
+        bad_length: body.bad_length,
     })
 }
 

@@ -1,15 +1,13 @@
 //! What a broker may change in a magic-2 batch before it is appended, as Kafka's
-//! `LogValidator` does: re-encode its records with another codec, renumber offset deltas a
-//! producer wrote wrong, stamp the log append time ([`crate::stamp_log_append_time`]); and what
+//! `LogValidator` does: re-encode its records with another codec, stamp the log append time ([`crate::stamp_log_append_time`]); and what
 //! ListOffsets reads of a stored batch (every record's timestamp).
 
 use bytes::{BufMut, BytesMut};
 
 use crate::codec::{compress, decompress};
 use crate::header::{finish_batch, BatchHeader, ATTRIBUTES_OFFSET, CODEC_MASK, HEADER_BYTES};
-use crate::record::RecordRef;
 use crate::validate::scan_stored;
-use crate::{decode_batch_within, encode_batch_into, RecordBatchError};
+use crate::RecordBatchError;
 
 /// One record's place in its batch and its timestamp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,22 +33,6 @@ pub fn reencode(
     out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
     compress(codec, level, &plain, &mut out)?;
     finish_batch(&mut out, 0)?;
-    Ok(out.to_vec())
-}
-
-/// The batch with its records' offset deltas set to 0..n-1, the rest unchanged (same codec).
-/// Kafka rebuilds a producer's batch whose inner offsets are not consecutive rather than
-/// refusing it; offsets here come from the index, which counts records, so a batch must
-/// number them the same way.
-pub fn renumber(batch: &[u8], limit: usize) -> Result<Vec<u8>, RecordBatchError> {
-    let decoded = decode_batch_within(&bytes::Bytes::copy_from_slice(batch), limit)?;
-    let mut records: Vec<RecordRef<'_>> = decoded.records.iter().map(RecordRef::from).collect();
-    // A decoded batch has at most `RECORDS_PER_BATCH_MAX` records (checked while decoding).
-    for (i, r) in (0..).zip(records.iter_mut()) {
-        r.offset_delta = i;
-    }
-    let mut out = BytesMut::with_capacity(batch.len());
-    encode_batch_into(&mut out, &decoded.header, &records, decoded.header.codec())?;
     Ok(out.to_vec())
 }
 

@@ -4,8 +4,8 @@
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 
-use crate::header::{finish_batch, fix_crc, MAGIC_OFFSET, RECORDS_COUNT_OFFSET};
-use crate::rewrite::{record_timestamps, reencode, renumber};
+use crate::header::{finish_batch, fix_crc, HEADER_BYTES, MAGIC_OFFSET, RECORDS_COUNT_OFFSET};
+use crate::rewrite::{record_timestamps, reencode};
 use crate::validate::{single_batch, validate_produced, Limits, RecordInfo};
 use crate::varint::put_varlong;
 use crate::{
@@ -131,22 +131,67 @@ fn a_stored_batch_key_compaction_thinned_reads_but_a_produced_one_is_refused() {
     assert!(record_timestamps(&over, 1 << 20).is_err());
 }
 
+/// `records` (uncompressed record bytes) in a batch of `codec`, compressed here.
+fn codec_batch(codec: i16, count: i32, records: &[u8]) -> Vec<u8> {
+    if codec == 0 {
+        return raw_batch(0, count, records);
+    }
+    let mut out = BytesMut::new();
+    crate::codec::compress(codec, None, records, &mut out).unwrap();
+    raw_batch(codec, count, &out)
+}
+
+fn invalid_record_at(r: Result<impl std::fmt::Debug, RecordBatchError>) -> Option<i32> {
+    match r {
+        Err(RecordBatchError::InvalidRecord { index, .. }) => Some(index),
+        _ => None,
+    }
+}
+
 #[test]
-fn offset_deltas_out_of_order_pass_and_are_renumbered() {
-    for codec in 0..=4 {
-        let b = encode_batch(&header(codec, 2), &rows(&[0, 5, 1]), codec).unwrap();
-        let v = validate_produced(&b, &LIMITS, |_| {}).unwrap();
-        assert!(!v.offsets_in_order);
-        let fixed = renumber(&b, 1 << 20).unwrap();
-        let decoded = decode_batch(&Bytes::from(fixed.clone())).unwrap();
-        let deltas: Vec<i32> = decoded.records.iter().map(|r| r.offset_delta).collect();
-        assert_eq!(deltas, [0, 1, 2]);
-        assert_eq!(decoded.header.codec(), codec);
-        assert!(
-            validate_produced(&fixed, &LIMITS, |_| {})
-                .unwrap()
-                .offsets_in_order
-        );
+fn repeated_offset_deltas_are_refused_at_the_record_in_every_codec_yet_read_when_stored() {
+    for deltas in [&[0, 0, 1][..], &[0, 5, 1], &[1, 0, 2], &[0, 1, 1]] {
+        for codec in 0..=4 {
+            let b = encode_batch(&header(codec, 2), &rows(deltas), codec).unwrap();
+            let first_wrong = (0..).zip(deltas).find(|(i, d)| i != *d).unwrap().0;
+            assert_eq!(
+                invalid_record_at(validate(&b)),
+                Some(first_wrong),
+                "{deltas:?}, codec {codec}"
+            );
+            // An older build stored such batches: readers still read every record.
+            assert_eq!(decode_batch(&b).unwrap().records.len(), 3);
+            assert_eq!(record_timestamps(&b, 1 << 20).unwrap().len(), 3);
+        }
+    }
+}
+
+#[test]
+fn negative_lengths_other_than_minus_one_are_refused_at_the_record_in_every_codec() {
+    let ok = record_bytes(&[0, 0, 0, 1, 2, b'v', 0]);
+    // Key, value and header value lengths of -7 (zigzag 13) in the record at index 1.
+    let bad = [
+        ("key", record_bytes(&[0, 0, 2, 13, 2, b'v', 0])),
+        ("value", record_bytes(&[0, 0, 2, 1, 13, 0])),
+        (
+            "header value",
+            record_bytes(&[0, 0, 2, 1, 1, 2, 2, b'h', 13]),
+        ),
+    ];
+    for (what, record) in bad {
+        for codec in 0..=4 {
+            let b = codec_batch(codec, 2, &[ok.clone(), record.clone()].concat());
+            let r = validate(&b);
+            assert_eq!(
+                invalid_record_at(r.clone()),
+                Some(1),
+                "{what}, codec {codec}: {r:?}"
+            );
+            assert!(format!("{r:?}").contains(&format!("invalid {what} length -7")));
+            // Stored by an older build: read as a null, as Kafka reads it.
+            let decoded = decode_batch(&Bytes::from(b)).unwrap();
+            assert_eq!(decoded.records.len(), 2, "{what}, codec {codec}");
+        }
     }
 }
 
@@ -260,9 +305,8 @@ fn malformed_records_are_invalid() {
             assert!(is_invalid(r), "{what}, codec {codec}");
         }
     }
-    // A negative key length other than -1 is a null key, as Kafka reads it.
-    let seen = validate(&raw_batch(0, 1, &record_bytes(&[0, 0, 0, 9, 2, b'v', 0]))).unwrap();
-    assert!(!seen[0].has_key);
+    let null_key = validate(&raw_batch(0, 1, &record_bytes(&[0, 0, 0, 1, 2, b'v', 0]))).unwrap();
+    assert!(!null_key[0].has_key);
 }
 
 #[test]
@@ -359,5 +403,39 @@ proptest! {
         let _ = validate(&b);
         let _ = record_timestamps(&b, 1 << 20);
         let _ = decode_batch(&Bytes::from(b));
+    }
+
+    /// Whatever produce validation accepts of a mutated batch, every reader reads, with the
+    /// same records: the decoder (the compactor, key compaction), ListOffsets' scan, and a
+    /// rebuild from the decoded rows (what the Parquet reader does).
+    #[test]
+    fn what_validation_accepts_every_reader_reads_alike(
+        mutations in proptest::collection::vec((0usize..2000, any::<u8>()), 1..4),
+        codec in 0i16..=4,
+    ) {
+        let plain = batch(0);
+        let mut records = plain[HEADER_BYTES..].to_vec();
+        for (pos, byte) in mutations {
+            let pos = pos % records.len();
+            records[pos] = byte;
+        }
+        let b = codec_batch(codec, 3, &records);
+        let Ok(seen) = validate(&b) else {
+            return Ok(());
+        };
+        let decoded = decode_batch(&Bytes::from(b.clone())).unwrap();
+        prop_assert_eq!(decoded.records.len(), seen.len());
+        for (info, row) in seen.iter().zip(&decoded.records) {
+            prop_assert_eq!(info.offset_delta, info.index);
+            prop_assert_eq!(row.offset_delta, info.index);
+            prop_assert_eq!(row.key.is_some(), info.has_key);
+        }
+        let times = record_timestamps(&b, 1 << 20).unwrap();
+        let expected: Vec<(i32, i64)> = seen.iter().map(|r| (r.offset_delta, r.timestamp)).collect();
+        let got: Vec<(i32, i64)> = times.iter().map(|t| (t.offset_delta, t.timestamp)).collect();
+        prop_assert_eq!(got, expected);
+        let rebuilt = encode_batch(&decoded.header, &decoded.records, codec).unwrap();
+        prop_assert_eq!(decode_batch(&rebuilt).unwrap().records, decoded.records.clone());
+        prop_assert!(validate(&rebuilt).is_ok());
     }
 }

@@ -41,9 +41,6 @@ pub struct Validated {
     pub header: BatchHeader,
     pub records_count: i32,
     pub len_bytes: usize,
-    /// Whether the offset deltas are 0..n-1, as a producer must write them. Kafka rewrites a
-    /// batch whose deltas are not (so does our broker, see [`crate::rewrite::renumber`]).
-    pub offsets_in_order: bool,
 }
 
 /// What a produced batch may cost.
@@ -147,7 +144,13 @@ pub fn validate_produced(
     }
     // Records are read before the count is held against the cap: a count the records do not
     // back is INVALID_RECORD, as Kafka finds it.
-    let offsets_in_order = for_each_record(batch, &header, limits.decompressed_bytes_max, visit)?;
+    for_each_record(
+        batch,
+        &header,
+        limits.decompressed_bytes_max,
+        Check::Produced,
+        visit,
+    )?;
     // The count is positive (`check_frame`), so the conversion cannot fail.
     if usize::try_from(count).map_or(true, |count| count > RECORDS_PER_BATCH_MAX) {
         return Err(RecordBatchError::TooLarge(format!(
@@ -158,7 +161,6 @@ pub fn validate_produced(
         header,
         records_count: count,
         len_bytes: batch.len(),
-        offsets_in_order,
     })
 }
 
@@ -207,16 +209,24 @@ fn check_stored_frame(batch: &[u8], header: &BatchHeader) -> Result<i32, RecordB
     Ok(count)
 }
 
+/// How strictly records are read: a produced batch must be one every consumer reads; a stored
+/// one is read as Kafka reads it (key compaction leaves gaps in offset deltas, and an older
+/// build stored what it did not refuse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    Produced,
+    Stored,
+}
+
 /// Checks a stored batch's frame and reads every record, decompressing at most `limit` bytes.
-/// Returns whether the offset deltas are 0..n-1.
 pub fn scan_stored(
     batch: &[u8],
     limit: usize,
     visit: impl FnMut(&RecordInfo),
-) -> Result<bool, RecordBatchError> {
+) -> Result<(), RecordBatchError> {
     let header = BatchHeader::parse(batch)?;
     check_stored_frame(batch, &header)?;
-    for_each_record(batch, &header, limit, visit)
+    for_each_record(batch, &header, limit, Check::Stored, visit)
 }
 
 /// Reads all `records_count` records of a batch whose frame was checked, and no more.
@@ -224,15 +234,16 @@ fn for_each_record(
     batch: &[u8],
     header: &BatchHeader,
     limit: usize,
+    check: Check,
     visit: impl FnMut(&RecordInfo),
-) -> Result<bool, RecordBatchError> {
+) -> Result<(), RecordBatchError> {
     let count = records_count(batch)?;
     let records = &batch[HEADER_BYTES..];
     match header.codec() {
-        0 => scan(&mut SliceInput(records), header, count, visit),
+        0 => scan(&mut SliceInput(records), header, count, check, visit),
         codec => {
             let stream = Stream::new(codec::reader(codec, records, limit)?);
-            scan(&mut Skipping(stream), header, count, visit)
+            scan(&mut Skipping(stream), header, count, check, visit)
         }
     }
 }
@@ -241,13 +252,15 @@ fn scan<I: Input>(
     input: &mut I,
     header: &BatchHeader,
     count: i32,
+    check: Check,
     mut visit: impl FnMut(&RecordInfo),
-) -> Result<bool, RecordBatchError> {
+) -> Result<(), RecordBatchError> {
     let mut headers = Vec::new();
-    let mut in_order = true;
     for index in 0..count {
         let fields = record::parse(input, &mut headers)?;
-        in_order &= fields.offset_delta == index;
+        if check == Check::Produced {
+            consumer_readable(index, &fields)?;
+        }
         visit(&RecordInfo {
             index,
             offset_delta: fields.offset_delta,
@@ -256,5 +269,22 @@ fn scan<I: Input>(
         });
     }
     no_records_left(input)?;
-    Ok(in_order)
+    Ok(())
+}
+
+/// What Kafka accepts but a consumer cannot read (librdkafka stops at the record, and a
+/// consumer never gets past it): a negative length other than -1, and an offset delta other
+/// than the record's index (offsets here come from the index, which counts records).
+fn consumer_readable<F>(index: i32, fields: &record::Fields<F>) -> Result<(), RecordBatchError> {
+    let at = |message: String| RecordBatchError::InvalidRecord { index, message };
+    if let Some((what, len)) = fields.bad_length {
+        return Err(at(format!("invalid {what} length {len}")));
+    }
+    if fields.offset_delta != index {
+        return Err(at(format!(
+            "offset delta {} of the record at index {index} is not {index}",
+            fields.offset_delta
+        )));
+    }
+    Ok(())
 }

@@ -24,6 +24,7 @@ impl From<record_batch::RecordBatchError> for CompactedError {
             E::Corrupt(what) | E::Invalid(what) | E::UnsupportedCodec(what) => {
                 CompactedError::BadBatch(what)
             }
+            e @ E::InvalidRecord { .. } => CompactedError::BadBatch(e.to_string()),
         }
     }
 }

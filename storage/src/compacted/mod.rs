@@ -247,6 +247,51 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_with_repeated_offset_deltas_an_older_build_stored_compacts_and_reads_past() {
+        // Produce validation now refuses deltas (0, 0); such a batch may already be stored.
+        let header = |base_offset| BatchHeader {
+            base_offset,
+            partition_leader_epoch: -1,
+            attributes: 0,
+            last_offset_delta: 1,
+            base_timestamp: 7,
+            max_timestamp: 7,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+        };
+        let row = |offset_delta, value: &'static [u8]| RecordRow {
+            attributes: 0,
+            timestamp_delta: 0,
+            offset_delta,
+            key: None,
+            value: Some(Bytes::from_static(value)),
+            headers: vec![],
+        };
+        let bad = encode_batch(&header(0), &[row(0, b"a"), row(0, b"b")], 0).unwrap();
+        let good = encode_batch(&header(0), &[row(0, b"c"), row(1, b"d")], 0).unwrap();
+        let payload = Bytes::from([bad.as_ref(), good.as_ref()].concat());
+        let written = write_file("t-0", &[(0, payload)], &WriterOptions::default()).unwrap();
+        let all = read_batches(
+            written.bytes.clone(),
+            0,
+            usize::MAX,
+            &RebuildOptions::default(),
+        )
+        .unwrap();
+        let values: Vec<Bytes> = records_of(all.bytes)
+            .into_iter()
+            .filter_map(|r| r.value)
+            .collect();
+        assert_eq!(values, [&b"a"[..], b"b", b"c", b"d"]);
+        let next = read_batches(written.bytes, 2, usize::MAX, &RebuildOptions::default()).unwrap();
+        assert_eq!(
+            next.base_offset, 2,
+            "a read past the batch gets the next one"
+        );
+    }
+
+    #[test]
     fn a_file_without_the_format_version_is_refused() {
         assert!(read_batches(
             Bytes::from_static(b"PAR1garbagePAR1"),
