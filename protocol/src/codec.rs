@@ -330,4 +330,30 @@ mod tests {
             Err(RequestError::Body { .. })
         ));
     }
+
+    fn find_coordinator_v3_with_key_bytes(key_bytes: usize) -> Bytes {
+        let key = "g".repeat(key_bytes);
+        let body = RequestKind::FindCoordinator(
+            kafka_protocol::messages::FindCoordinatorRequest::default()
+                .with_key(StrBytes::from_string(key)),
+        );
+        let frame = encode_request(&header(ApiKey::FindCoordinator, 3), &body).unwrap();
+        frame.slice(4..)
+    }
+
+    #[test]
+    fn compact_string_over_kafkas_limit_is_rejected() {
+        // Kafka's Readable.readString refuses COMPACT_STRING lengths over Short.MAX_VALUE.
+        let frame = find_coordinator_v3_with_key_bytes(40_000);
+        assert!(matches!(
+            decode_request(frame),
+            Err(RequestError::Body { .. })
+        ));
+    }
+
+    #[test]
+    fn compact_string_at_kafkas_limit_decodes() {
+        let frame = find_coordinator_v3_with_key_bytes(i16::MAX as usize);
+        assert!(decode_request(frame).is_ok());
+    }
 }

@@ -11,6 +11,31 @@ pub type Sample = (Vec<(&'static str, String)>, i64);
 
 type Sampler = Box<dyn Fn() -> Vec<Sample> + Send + Sync>;
 
+/// Label values are cut to this many bytes (at a char boundary) and end in [`TRUNCATED_MARKER`]:
+/// names come from clients (group ids up to 32,767 bytes) and every series repeats them.
+pub const LABEL_VALUE_BYTES_MAX: usize = 128;
+/// Marker appended to a cut label value.
+pub const TRUNCATED_MARKER: &str = "...";
+/// Series served per sampled family; the rest are dropped and counted in
+/// `telemetry_series_dropped_total`.
+pub const SERIES_PER_FAMILY_MAX: usize = 1000;
+
+static SERIES_DROPPED: std::sync::LazyLock<prometheus_client::metrics::counter::Counter> =
+    std::sync::LazyLock::new(Default::default);
+static SERIES_DROPPED_REGISTERED: std::sync::Once = std::sync::Once::new();
+
+/// `value` cut to [`LABEL_VALUE_BYTES_MAX`] bytes plus the marker, or unchanged if it fits.
+pub fn capped_label_value(value: &str) -> std::borrow::Cow<'_, str> {
+    if value.len() <= LABEL_VALUE_BYTES_MAX {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut end = LABEL_VALUE_BYTES_MAX;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}{TRUNCATED_MARKER}", &value[..end]))
+}
+
 struct SampledGauge {
     name: &'static str,
     help: &'static str,
@@ -30,8 +55,15 @@ impl Collector for SampledGauge {
         let samples = (self.sample)();
         let mut family =
             encoder.encode_descriptor(self.name, self.help, None, MetricType::Gauge)?;
-        for (labels, value) in samples {
-            let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        if samples.len() > SERIES_PER_FAMILY_MAX {
+            SERIES_DROPPED.inc_by((samples.len() - SERIES_PER_FAMILY_MAX) as u64);
+        }
+        for (labels, value) in samples.into_iter().take(SERIES_PER_FAMILY_MAX) {
+            let labels: Vec<(&str, std::borrow::Cow<'_, str>)> = labels
+                .iter()
+                .map(|(k, v)| (*k, capped_label_value(v)))
+                .collect();
+            let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_ref())).collect();
             let metric = family.encode_family(&labels)?;
             ConstGauge::new(value).encode(metric)?;
         }
@@ -46,6 +78,13 @@ pub fn register_sampled_gauge(
     help: &'static str,
     sample: impl Fn() -> Vec<Sample> + Send + Sync + 'static,
 ) {
+    SERIES_DROPPED_REGISTERED.call_once(|| {
+        crate::registry::registry().register(
+            "telemetry_series_dropped",
+            "sampled series dropped past the per-family cap",
+            SERIES_DROPPED.clone(),
+        );
+    });
     let collector = SampledGauge {
         name,
         help,
@@ -77,5 +116,30 @@ mod tests {
             second.contains("telemetry_test_groups{state=\"Stable\"} 5"),
             "{second}"
         );
+    }
+
+    #[test]
+    fn long_label_values_are_cut_with_a_marker_and_extra_series_dropped() {
+        let group = "g".repeat(40_000);
+        register_sampled_gauge("telemetry_test_capped", "capped", move || {
+            (0..SERIES_PER_FAMILY_MAX + 5)
+                .map(|i| (vec![("group", format!("{group}{i}"))], 1))
+                .collect()
+        });
+        let text = crate::encode().unwrap_or_default();
+        let cut = format!("{}{TRUNCATED_MARKER}", "g".repeat(LABEL_VALUE_BYTES_MAX));
+        assert!(text.contains(&cut), "no cut label");
+        assert!(!text.contains(&"g".repeat(LABEL_VALUE_BYTES_MAX + 1)));
+        let served = text.matches("telemetry_test_capped{").count();
+        assert_eq!(served, SERIES_PER_FAMILY_MAX);
+        // The counter is written before the family that bumps it: the next scrape shows it. Other
+        // tests scrape concurrently, so this family may have been dropped from more than once.
+        let text = crate::encode().unwrap_or_default();
+        let dropped: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("telemetry_series_dropped_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        assert!(dropped >= 5, "dropped {dropped}");
     }
 }

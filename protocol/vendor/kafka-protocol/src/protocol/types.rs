@@ -514,6 +514,10 @@ impl Decoder<Option<StdString>> for CompactString {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
+                // Patched: Kafka's Readable.readString refuses lengths over Short.MAX_VALUE.
+                if (n - 1) as usize > i16::MAX as usize {
+                    bail!("string length {} exceeds Kafka's {} bytes", n - 1, i16::MAX);
+                }
                 if (n - 1) as usize > buf.remaining() {
                     bail!("length {} exceeds the {} bytes left", (n - 1) as usize, buf.remaining());
                 }
@@ -530,6 +534,10 @@ impl<T: NewType<StrBytes>> Decoder<Option<T>> for CompactString {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
+                // Patched: Kafka's Readable.readString refuses lengths over Short.MAX_VALUE.
+                if (n - 1) as usize > i16::MAX as usize {
+                    bail!("string length {} exceeds Kafka's {} bytes", n - 1, i16::MAX);
+                }
                 let strbuf = StrBytes::try_from(buf.try_get_bytes((n - 1) as usize)?)?;
                 Ok(Some(strbuf.into()))
             }
