@@ -195,3 +195,34 @@ def test_a_record_a_consumer_cannot_read_is_refused_at_its_index(broker, target,
     assert message in record_errors[0][1]
     assert produce(broker, topic, wire.batch(R0, 1)) == 0
     assert latest_offset(broker, topic) == 2
+
+
+def test_a_partition_named_three_times_in_one_produce_is_appended_once_with_its_last_batch(broker, new_topic):
+    """Kafka collects a Produce's batches in a map by partition: the last one named is appended,
+    once, and answered once."""
+    topic = new_topic()
+    batches = [wire.record_batch(v) for v in (b"first", b"second", b"last")]
+    body = struct.pack(">hhi", -1, -1, 10_000) + struct.pack(">i", 1) + wire.string(topic)
+    body += struct.pack(">i", len(batches))
+    for batch in batches:
+        body += struct.pack(">ii", 0, len(batch)) + batch
+    with wire.connect(broker.bootstrap, timeout_s=60) as s:
+        s.sendall(wire.frame(wire.request_header(wire.API_PRODUCE, 8, 41) + body))
+        resp = wire.read_frame(s)
+    assert resp is not None
+    pos = 4 + 4
+    (name_len,) = struct.unpack_from(">h", resp, pos)
+    (partitions,) = struct.unpack_from(">i", resp, pos + 2 + name_len)
+    assert partitions == 1
+    assert wire.produce_error_code(resp) == 0
+    assert latest_offset(broker, topic) == 1
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "e2e-bad-input-dup",
+                  "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        message = c.poll(15)
+        assert message is not None and message.error() is None
+        assert message.value() == b"last"
+    finally:
+        c.close()

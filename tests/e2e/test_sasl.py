@@ -9,6 +9,7 @@ same file passes against Apache Kafka configured the same way (E2E_TARGET=kafka)
 The CA, certificates, RSA key, JWKS and tokens are made here (openssl, `cryptography`)."""
 
 import socket
+import struct
 import ssl
 import time
 import uuid
@@ -135,6 +136,27 @@ def test_api_versions_is_answered_before_authentication(sasl_broker):
         response = call(sock, 18, 0, b"")
         assert response is not None and response[:2] == b"\x00\x00"
         assert scram_login(sock, "bob", USERS["bob"])[0] == 0
+
+
+def test_a_newer_api_versions_gets_only_its_own_range_then_the_retry_lists_sasl(sasl_broker):
+    """KIP-511: ApiVersions v5 (newer than Kafka 4.1 and ours serve; franz-go 1.22 opens with
+    it) is answered UNSUPPORTED_VERSION with only ApiVersions' range, in v0; the client retries
+    within it on the same connection and then sees the SASL APIs."""
+    with wire.connect(sasl_broker.address("SASL_PLAINTEXT")) as sock:
+        # Header v2: key, version, correlation id, client id, no tagged fields; an empty body.
+        header = struct.pack(">hhi", 18, 5, 7) + wire.string("e2e") + b"\x00"
+        sock.sendall(wire.frame(header + b"\x00\x00\x00"))
+        response = wire.read_frame(sock)
+        assert response is not None
+        correlation_id, error, count = struct.unpack_from(">ihi", response, 0)
+        assert (correlation_id, error) == (7, 35)
+        listed = [struct.unpack_from(">hhh", response, 10 + 6 * i) for i in range(count)]
+        assert listed == [(18, 0, 4)]
+        retry = call(sock, 18, 0, b"")
+        assert retry is not None and retry[:2] == b"\x00\x00"
+        (count,) = struct.unpack_from(">i", retry, 2)
+        keys = {struct.unpack_from(">h", retry, 6 + 6 * i)[0] for i in range(count)}
+        assert {17, 36} <= keys  # SaslHandshake, SaslAuthenticate
 
 
 def test_a_token_signed_by_another_key_or_expired_is_refused(sasl_broker, pki, oauth, tmp_path):  # noqa: F811
