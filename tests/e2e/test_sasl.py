@@ -159,6 +159,70 @@ def test_a_newer_api_versions_gets_only_its_own_range_then_the_retry_lists_sasl(
         assert {17, 36} <= keys  # SaslHandshake, SaslAuthenticate
 
 
+def _open_many(address: str, count: int) -> list:
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < count + 512:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 1024), hard))
+    return [wire.connect(address) for _ in range(count)]
+
+
+def _rss_mib(b) -> float:
+    with open(f"/proc/{b.pid}/status") as status:
+        kib = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    return kib / 1024
+
+
+def _still_serving(b) -> None:
+    """Within 10 s each: a SCRAM login on SASL_PLAINTEXT and ApiVersions on PLAINTEXT."""
+    with wire.connect(b.address("SASL_PLAINTEXT"), timeout_s=10) as sock:
+        assert scram_login(sock, "alice", USERS["alice"])[0] == 0
+        assert call(sock, 3, 4, b"\x00\x00\x00\x00\x00") is not None  # Metadata v4
+    assert wire.api_versions_ok(b.bootstrap)
+
+
+def test_silent_connections_declaring_frames_before_login_lock_nobody_out(sasl_broker):
+    """600 connections each declare a 510 KiB frame (under the 512 KiB pre-login bound) and
+    send nothing: logins and other listeners are still served (ours used to stop answering)."""
+    attackers = _open_many(sasl_broker.address("SASL_PLAINTEXT"), 600)
+    try:
+        for sock in attackers:
+            sock.sendall(struct.pack(">i", 510 << 10))
+        _still_serving(sasl_broker)
+    finally:
+        for sock in attackers:
+            sock.close()
+
+
+def test_partial_login_frames_holding_memory_lock_nobody_out(sasl_broker):
+    """600 connections each send 500 KiB of a 510 KiB SaslAuthenticate and stop: 293 MiB, past
+    ours' 256 MiB request budget (which they used to exhaust) and far past the 32 MiB ours now
+    gives connections that have not logged in. Logins still get in."""
+    rss_before = _rss_mib(sasl_broker)
+    attackers = _open_many(sasl_broker.address("SASL_PLAINTEXT"), 600)
+    deadline = time.monotonic() + 30
+    try:
+        for sock in attackers:
+            if time.monotonic() > deadline:
+                break
+            sock.settimeout(1)
+            try:
+                if handshake(sock, "PLAIN") != 0:
+                    continue
+                sock.sendall(struct.pack(">i", 510 << 10) + b"\x00" * (500 << 10))
+            except (OSError, AssertionError):
+                pass  # ours closed it to make room: the frame gave way
+        _still_serving(sasl_broker)
+        grown = _rss_mib(sasl_broker) - rss_before
+        print(f"broker rss grew by {grown:.0f} MiB under the attack")
+        if sasl_broker.target != "kafka":
+            # The 32 MiB budget, the buffers of frames being closed, the allocator's slack.
+            assert grown < 128, f"rss grew by {grown:.0f} MiB"
+    finally:
+        for sock in attackers:
+            sock.close()
+
+
 def test_a_token_signed_by_another_key_or_expired_is_refused(sasl_broker, pki, oauth, tmp_path):  # noqa: F811
     other = make_oauth(tmp_path)
     now = int(time.time())
