@@ -48,7 +48,7 @@ pub mod budget;
 mod replies;
 mod sasl;
 
-use budget::{Budgets, Evicted, FrameTicket};
+use budget::{Budgets, Evicted, FrameTicket, HeldBytes};
 
 use replies::{write_replies, Reply};
 
@@ -291,7 +291,7 @@ async fn ready(queue: &mpsc::Sender<JoinHandle<Reply>>, reply: Reply) -> bool {
 /// `max_frame_bytes` and of its budget, taken step by step as its bytes arrived.
 pub struct Permits {
     connection: OwnedSemaphorePermit,
-    _budget: OwnedSemaphorePermit,
+    budget: HeldBytes,
 }
 
 impl Permits {
@@ -304,7 +304,7 @@ impl Permits {
         match held {
             Some(held) => {
                 held.connection.merge(more.connection);
-                held._budget.merge(more._budget);
+                held.budget.merge(more.budget);
             }
             None => *held = Some(more),
         }
@@ -445,10 +445,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             .await
             .map_err(|_| evicted)?;
         let budget = ticket.take(bytes).await?;
-        Ok(Permits {
-            connection,
-            _budget: budget,
-        })
+        Ok(Permits { connection, budget })
     }
 
     /// Waits for the first byte of a frame; false if the peer closed, the wait failed, or the

@@ -8,9 +8,10 @@
 //!
 //! - The **authenticated** budget (`queued_max_request_bytes`): a reader waits while it is spent
 //!   (Kafka mutes the channel the same way), and while it waits it closes one frame that gives
-//!   way: the stalled frame that went longest without a step, else, when every byte of the
-//!   budget is held by frames still being read, all waiting for more (several large frames
-//!   each holding part of it would wait forever), the frame started last, so that the others
+//!   way: the stalled frame that went longest without a step, else, when no byte of the
+//!   budget is held by a request being served and every frame being read has waited for more
+//!   since the last look (several large frames each holding part of it would wait forever; so
+//!   would a frame larger than the budget), the frame started last, so that the others
 //!   finish in the order they started. One frame gives way at a time: the next is chosen once
 //!   it has let its bytes go.
 //! - The **unauthenticated** budget (`queued_max_unauthenticated_request_bytes`), for
@@ -24,7 +25,7 @@
 //! back when their requests finish.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -81,6 +82,10 @@ pub struct Budget {
     stall: Duration,
     frames: Mutex<HashMap<u64, Reading>>,
     next_id: AtomicU64,
+    /// Bytes handed out as [`HeldBytes`] and not yet given back, changed under the `frames`
+    /// lock with the frames' `held_bytes`. The semaphore's available permits cannot tell
+    /// this: it hands released bytes to its first waiter in part.
+    granted_bytes: AtomicUsize,
 }
 
 /// A frame being read, as the budget's readers judge it.
@@ -90,8 +95,8 @@ struct Reading {
     last_step: Instant,
     /// Bytes of the budget it holds.
     held_bytes: usize,
-    /// Whether it is waiting for the budget now (then it is not the one stalling).
-    waiting: bool,
+    /// Since when it waits for the budget, if it does (then it is not the one stalling).
+    waiting_since: Option<Instant>,
     /// Already told to close.
     evicted: bool,
     evict: Arc<Notify>,
@@ -113,6 +118,7 @@ impl Budget {
             stall,
             frames: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
+            granted_bytes: AtomicUsize::new(0),
         })
     }
 
@@ -144,7 +150,7 @@ impl Budget {
                 started: now,
                 last_step: now,
                 held_bytes: 0,
-                waiting: false,
+                waiting_since: None,
                 evicted: false,
                 evict: evict.clone(),
             },
@@ -180,7 +186,9 @@ impl Budget {
                 .filter(|(id, f)| **id != me && !f.evicted && f.held_bytes > 0)
         };
         let stalled = candidates()
-            .filter(|(_, f)| !f.waiting && now.duration_since(f.last_step) >= self.stall)
+            .filter(|(_, f)| {
+                f.waiting_since.is_none() && now.duration_since(f.last_step) >= self.stall
+            })
             .min_by_key(|(_, f)| f.last_step)
             .map(|(id, _)| *id);
         let victim = stalled.or_else(|| {
@@ -189,9 +197,19 @@ impl Budget {
                     .min_by_key(|(_, f)| f.started)
                     .map(|(id, _)| *id);
             }
-            let held_bytes: usize = frames.values().map(|f| f.held_bytes).sum();
-            let all_waiting = frames.values().all(|f| f.waiting);
-            let deadlocked = all_waiting && held_bytes + self.available_bytes() >= self.total_bytes;
+            // A waiter the semaphore just served has not yet said so: it waited only briefly.
+            let long_waiting = |f: &Reading| {
+                f.waiting_since
+                    .is_some_and(|since| now.duration_since(since) >= self.look_interval())
+            };
+            let reading_bytes: usize = frames.values().map(|f| f.held_bytes).sum();
+            let granted_bytes = self.granted_bytes.load(Ordering::Acquire);
+            debug_assert!(
+                granted_bytes >= reading_bytes,
+                "bytes being read were granted"
+            );
+            let serving_bytes = granted_bytes.saturating_sub(reading_bytes);
+            let deadlocked = serving_bytes == 0 && frames.values().all(long_waiting);
             // The frame started last gives way, so frames finish in the order they started,
             // as when each took its whole size at once.
             frames
@@ -203,6 +221,64 @@ impl Budget {
         let reading = frames.get_mut(&victim)?;
         reading.evicted = true;
         Some((victim, reading.evict.clone()))
+    }
+
+    fn look_interval(&self) -> Duration {
+        self.stall.min(LOOK_INTERVAL)
+    }
+}
+
+/// Bytes of a budget held by one frame, from its first step until its request was served.
+pub struct HeldBytes {
+    permit: OwnedSemaphorePermit,
+    budget: Arc<Budget>,
+    frame: u64,
+}
+
+impl HeldBytes {
+    /// Counts `permit` as granted to `frame`, which no longer waits.
+    fn new(permit: OwnedSemaphorePermit, budget: Arc<Budget>, frame: u64) -> Self {
+        let bytes = permit.num_permits();
+        let mut frames = budget.lock();
+        budget.granted_bytes.fetch_add(bytes, Ordering::AcqRel);
+        if let Some(reading) = frames.get_mut(&frame) {
+            reading.held_bytes += bytes;
+            reading.waiting_since = None;
+        }
+        drop(frames);
+        HeldBytes {
+            permit,
+            budget,
+            frame,
+        }
+    }
+
+    pub fn num_bytes(&self) -> usize {
+        self.permit.num_permits()
+    }
+
+    /// Holds `other`'s bytes too, as one.
+    pub fn merge(&mut self, mut other: HeldBytes) {
+        debug_assert!(Arc::ptr_eq(&self.budget, &other.budget) && self.frame == other.frame);
+        if let Some(moved) = other.permit.split(other.permit.num_permits()) {
+            self.permit.merge(moved);
+        }
+    }
+}
+
+impl Drop for HeldBytes {
+    fn drop(&mut self) {
+        let bytes = self.permit.num_permits();
+        let mut frames = self.budget.lock();
+        let before = self.budget.granted_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        debug_assert!(before >= bytes, "bytes given back were granted");
+        if let Some(reading) = frames.get_mut(&self.frame) {
+            debug_assert!(
+                reading.held_bytes >= bytes,
+                "a frame gives back what it holds"
+            );
+            reading.held_bytes = reading.held_bytes.saturating_sub(bytes);
+        }
     }
 }
 
@@ -225,23 +301,25 @@ impl FrameTicket {
     }
 
     /// Takes `bytes` more of the budget; fails if this frame gave way instead.
-    pub async fn take(&self, bytes: usize) -> Result<OwnedSemaphorePermit, Evicted> {
+    pub async fn take(&self, bytes: usize) -> Result<HeldBytes, Evicted> {
         let n = u32::try_from(bytes).map_err(|_| self.evicted_error())?;
         debug_assert!(
             bytes <= self.budget.total_bytes,
             "a step never exceeds its budget"
         );
-        self.budget.update(self.id, |r| r.waiting = true);
+        self.budget
+            .update(self.id, |r| r.waiting_since = Some(Instant::now()));
         let taken = match self.budget.kind {
             Kind::Authenticated => self.wait_for(n).await,
             Kind::Unauthenticated => self.take_or_evict(n).await,
         };
-        let held = taken.as_ref().map_or(0, |p| p.num_permits());
-        self.budget.update(self.id, |r| {
-            r.waiting = false;
-            r.held_bytes += held;
-        });
-        taken
+        match taken {
+            Ok(permit) => Ok(HeldBytes::new(permit, self.budget.clone(), self.id)),
+            Err(evicted) => {
+                self.budget.update(self.id, |r| r.waiting_since = None);
+                Err(evicted)
+            }
+        }
     }
 
     /// Waits for `n` bytes, closing a frame that gives way when there is one.
@@ -253,7 +331,7 @@ impl FrameTicket {
                 biased;
                 _ = self.evict.notified() => return Err(self.evicted_error()),
                 permit = &mut acquire => return permit.map_err(|_| self.evicted_error()),
-                _ = tokio::time::sleep(self.budget.stall.min(LOOK_INTERVAL)) => {
+                _ = tokio::time::sleep(self.budget.look_interval()) => {
                     self.make_room();
                 }
             }
