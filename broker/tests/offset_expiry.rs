@@ -166,7 +166,8 @@ async fn offsets_of_a_group_that_left_expire_while_an_active_groups_stay() {
         if offsets == vec![-1, -1] {
             break;
         }
-        assert_eq!(offsets, vec![10, 10]);
+        // Each offset is deleted on its own: a read in between sees one of them expired.
+        assert!(offsets.iter().all(|o| [10, -1].contains(o)), "{offsets:?}");
         assert!(Instant::now() < deadline, "offsets never expired");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -208,7 +209,9 @@ async fn commit_times_survive_a_restart() {
         if offsets == vec![-1, -1] {
             break;
         }
-        assert_eq!(offsets, vec![5, 5]);
+        // Each offset is deleted on its own (a conditional delete per key): a read in between
+        // sees one expired and one not.
+        assert!(offsets.iter().all(|o| [5, -1].contains(o)), "{offsets:?}");
         assert!(Instant::now() < deadline, "offsets never expired");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
