@@ -161,6 +161,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         crate::producers::Producers::new(coordination_meta.clone(), membership.generation());
     let (shutdown, shutdown_rx) = watch::channel(false);
     // Before the line below, which scripts wait for: from then on SIGHUP reloads.
+    let http_tls = tls
+        .as_ref()
+        .filter(|_| config.http_tls)
+        .map(ServerTls::http_source);
     let tls_reload = tls.map(|tls| crate::tls::reload::spawn(tls, shutdown_rx.clone()));
     let local_addr = node.listeners[0].local_addr;
     let advertised = &node.listeners[0].advertised;
@@ -211,7 +215,17 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let readiness =
         crate::health::readiness(coordination_meta.clone(), objects.clone(), local_addr);
     let listen = broker.config.http_listen;
-    let http = telemetry::http::start(listen, readiness, shutdown_rx.clone()).await?;
+    if broker.config.http_basic_auth && !broker.config.http_tls {
+        tracing::warn!("http_basic_auth without http_tls: scrapers send their passwords in clear");
+    }
+    let security = telemetry::http::HttpSecurity {
+        tls: http_tls,
+        metrics_access: broker.config.http_basic_auth.then(|| {
+            let users = crate::security::http_access::BrokerUsers::new(Arc::downgrade(&broker));
+            Arc::new(users) as Arc<dyn telemetry::http::MetricsAccess>
+        }),
+    };
+    let http = telemetry::http::start(listen, readiness, security, shutdown_rx.clone()).await?;
     let (http_addr, http) = http.unzip();
     let server = tokio::spawn(server::run(bound, broker.clone(), shutdown_rx));
     Ok(Running {

@@ -105,7 +105,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{report:?}");
         } else {
             let (stop_http, stopped) = tokio::sync::watch::channel(false);
-            let http = telemetry::http::start(cli.http_listen, readiness, stopped).await?;
+            let http =
+                telemetry::http::start(cli.http_listen, readiness, Default::default(), stopped)
+                    .await?;
             let sampler = compactor::metrics::spawn_task_sampler(coord_meta.clone());
             compactor.run(shutdown_signal()).await;
             sampler.abort();

@@ -1,7 +1,10 @@
 //! The HTTP listener of `--http-listen`: `GET /metrics` (OpenMetrics text), `/healthz` (the
 //! process answers) and `/readyz` ([`Readiness`]). Bounded like the Kafka listener: at most
 //! [`CONNECTIONS_MAX`] at once (more are closed at accept), a header read timeout and a cap on
-//! each connection's life, so scrapers cannot pile up.
+//! each connection's life, so scrapers cannot pile up. [`HttpSecurity`] adds TLS and guards
+//! `/metrics` with HTTP Basic authentication ([`access`]).
+
+pub mod access;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -11,17 +14,21 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
+use hyper::header::HeaderValue;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use crate::ready::Readiness;
+pub use access::{Access, BasicCredentials, HttpSecurity, MetricsAccess, TlsSource};
 
 pub const CONNECTIONS_MAX: usize = 64;
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 const CONNECTION_LIFETIME_MAX: Duration = Duration::from_secs(60);
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const BASIC_CHALLENGE: &str = "Basic realm=\"metrics\", charset=\"UTF-8\"";
 
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
@@ -47,6 +54,7 @@ pub enum HttpListen {
 pub async fn start(
     listen: HttpListen,
     readiness: Readiness,
+    security: HttpSecurity,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Option<(SocketAddr, tokio::task::JoinHandle<()>)>, HttpError> {
     let (addr, explicit) = match listen {
@@ -54,7 +62,13 @@ pub async fn start(
         HttpListen::Default(addr) => (addr, false),
         HttpListen::Explicit(addr) => (addr, true),
     };
-    let server = match HttpServer::bind(addr, readiness).await {
+    let scheme = if security.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let basic = security.metrics_access.is_some();
+    let server = match HttpServer::bind(addr, readiness, security).await {
         Ok(server) => server,
         Err(error) if !explicit => {
             tracing::warn!(%error, "no metrics listener: its default address is taken; set http_listen");
@@ -63,24 +77,37 @@ pub async fn start(
         Err(error) => return Err(error),
     };
     let bound = server.local_addr().unwrap_or(addr);
-    tracing::info!(addr = %bound, "http listening: /metrics /healthz /readyz");
+    tracing::info!(addr = %bound, scheme, basic_auth = basic, "http listening: /metrics /healthz /readyz");
     Ok(Some((bound, tokio::spawn(server.run(shutdown)))))
 }
 
 /// A bound listener; [`HttpServer::run`] serves it until `shutdown` turns true.
 pub struct HttpServer {
     listener: TcpListener,
-    readiness: Arc<Readiness>,
+    served: Arc<Served>,
+}
+
+/// What every connection answers with.
+struct Served {
+    readiness: Readiness,
+    security: HttpSecurity,
 }
 
 impl HttpServer {
-    pub async fn bind(addr: SocketAddr, readiness: Readiness) -> Result<Self, HttpError> {
+    pub async fn bind(
+        addr: SocketAddr,
+        readiness: Readiness,
+        security: HttpSecurity,
+    ) -> Result<Self, HttpError> {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| HttpError::Bind { addr, source })?;
         Ok(HttpServer {
             listener,
-            readiness: Arc::new(readiness),
+            served: Arc::new(Served {
+                readiness,
+                security,
+            }),
         })
     }
 
@@ -107,27 +134,87 @@ impl HttpServer {
                 tracing::debug!(%peer, "http connection refused: too many open");
                 continue;
             };
-            let readiness = self.readiness.clone();
+            let served = self.served.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request| {
-                    let readiness = readiness.clone();
-                    async move { Ok::<_, Infallible>(answer(&request, &readiness).await) }
-                });
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(HEADER_READ_TIMEOUT)
-                    .serve_connection(TokioIo::new(stream), service);
-                let _ = tokio::time::timeout(CONNECTION_LIFETIME_MAX, connection).await;
+                let _ =
+                    tokio::time::timeout(CONNECTION_LIFETIME_MAX, served.connection(stream, peer))
+                        .await;
                 drop(permit);
             });
         }
     }
 }
 
-async fn answer(request: &Request<Incoming>, readiness: &Readiness) -> Response<Full<Bytes>> {
-    if request.method() != Method::GET && request.method() != Method::HEAD {
-        return plain(StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into());
+impl Served {
+    /// Serves one connection, over TLS when configured (the handshake bounded in time).
+    async fn connection(self: Arc<Self>, stream: TcpStream, peer: SocketAddr) {
+        let Some(tls) = self.security.tls.clone() else {
+            return self.serve(stream, peer).await;
+        };
+        let handshake =
+            tokio::time::timeout(tls.handshake_timeout(), tls.acceptor().accept(stream));
+        match handshake.await {
+            Ok(Ok(stream)) => self.serve(stream, peer).await,
+            Ok(Err(error)) => tracing::debug!(%peer, %error, "https handshake failed"),
+            Err(_) => tracing::debug!(%peer, "https handshake timed out"),
+        }
     }
+
+    async fn serve<S>(self: Arc<Self>, stream: S, peer: SocketAddr)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let service = hyper::service::service_fn(move |request| {
+            let served = self.clone();
+            async move { Ok::<_, Infallible>(served.answer(&request, peer).await) }
+        });
+        let _ = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
+    }
+
+    async fn answer(&self, request: &Request<Incoming>, peer: SocketAddr) -> Response<Full<Bytes>> {
+        if request.method() != Method::GET && request.method() != Method::HEAD {
+            return plain(StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into());
+        }
+        if request.uri().path() == "/metrics" {
+            if let Some(refused) = self.refuse_metrics(request, peer).await {
+                return refused;
+            }
+        }
+        answer(request, &self.readiness).await
+    }
+
+    /// The answer when the peer may not read `/metrics`.
+    async fn refuse_metrics(
+        &self,
+        request: &Request<Incoming>,
+        peer: SocketAddr,
+    ) -> Option<Response<Full<Bytes>>> {
+        let access = self.security.metrics_access.as_ref()?;
+        let credentials = request
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|value| BasicCredentials::parse(value.as_bytes()));
+        match access.check(credentials, peer).await {
+            Access::Granted => None,
+            Access::Unauthenticated => {
+                let mut refused =
+                    plain(StatusCode::UNAUTHORIZED, "authentication required\n".into());
+                refused.headers_mut().insert(
+                    hyper::header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(BASIC_CHALLENGE),
+                );
+                Some(refused)
+            }
+            Access::Forbidden => Some(plain(StatusCode::FORBIDDEN, "not authorized\n".into())),
+        }
+    }
+}
+
+async fn answer(request: &Request<Incoming>, readiness: &Readiness) -> Response<Full<Bytes>> {
     match request.uri().path() {
         "/metrics" => match crate::encode() {
             Ok(text) => with_type(StatusCode::OK, text, OPENMETRICS),
@@ -167,7 +254,7 @@ fn plain(status: StatusCode, body: String) -> Response<Full<Bytes>> {
 fn with_type(status: StatusCode, body: String, content_type: &str) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
-    if let Ok(value) = hyper::header::HeaderValue::from_str(content_type) {
+    if let Ok(value) = HeaderValue::from_str(content_type) {
         response
             .headers_mut()
             .insert(hyper::header::CONTENT_TYPE, value);
@@ -212,7 +299,7 @@ mod tests {
             }
         });
         let localhost = SocketAddr::from(([127, 0, 0, 1], 0));
-        let server = HttpServer::bind(localhost, readiness)
+        let server = HttpServer::bind(localhost, readiness, HttpSecurity::default())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let addr = server.local_addr().unwrap_or(localhost);
@@ -228,6 +315,81 @@ mod tests {
         assert!(metrics.contains("openmetrics-text"), "{metrics}");
         assert!(metrics.trim_end().ends_with("# EOF"), "{metrics}");
         assert!(get(addr, "/nothing").await.starts_with("HTTP/1.1 404"));
+        let _ = stop.send(true);
+        let _ = serving.await;
+    }
+
+    /// Grants `alice:right`, forbids `bob:right`, refuses everything else.
+    struct Users;
+
+    impl MetricsAccess for Users {
+        fn check(
+            &self,
+            credentials: Option<BasicCredentials>,
+            _peer: SocketAddr,
+        ) -> futures::future::BoxFuture<'_, Access> {
+            let access = match credentials {
+                Some(c) if c.password == b"right" && c.user == "alice" => Access::Granted,
+                Some(c) if c.password == b"right" && c.user == "bob" => Access::Forbidden,
+                _ => Access::Unauthenticated,
+            };
+            Box::pin(async move { access })
+        }
+    }
+
+    async fn get_as(addr: SocketAddr, path: &str, user_password: &str) -> String {
+        use base64::Engine;
+        let token = base64::engine::general_purpose::STANDARD.encode(user_password);
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {token}\r\nConnection: close\r\n\r\n"
+        );
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut text = String::new();
+        stream
+            .read_to_string(&mut text)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        text
+    }
+
+    #[tokio::test]
+    async fn metrics_behind_basic_auth_challenge_strangers_refuse_the_unauthorized_and_leave_health_open(
+    ) {
+        let localhost = SocketAddr::from(([127, 0, 0, 1], 0));
+        let security = HttpSecurity {
+            tls: None,
+            metrics_access: Some(Arc::new(Users)),
+        };
+        let server = HttpServer::bind(localhost, Readiness::new(), security)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let addr = server.local_addr().unwrap_or(localhost);
+        let (stop, stopped) = watch::channel(false);
+        let serving = tokio::spawn(server.run(stopped));
+        let anonymous = get(addr, "/metrics").await;
+        assert!(anonymous.starts_with("HTTP/1.1 401"), "{anonymous}");
+        assert!(
+            anonymous
+                .to_lowercase()
+                .contains("www-authenticate: basic realm="),
+            "{anonymous}"
+        );
+        assert!(!anonymous.contains("# EOF"), "{anonymous}");
+        let wrong = get_as(addr, "/metrics", "alice:wrong").await;
+        assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+        let forbidden = get_as(addr, "/metrics", "bob:right").await;
+        assert!(forbidden.starts_with("HTTP/1.1 403"), "{forbidden}");
+        let granted = get_as(addr, "/metrics", "alice:right").await;
+        assert!(granted.starts_with("HTTP/1.1 200"), "{granted}");
+        assert!(granted.trim_end().ends_with("# EOF"), "{granted}");
+        assert!(get(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
+        assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
         let _ = stop.send(true);
         let _ = serving.await;
     }

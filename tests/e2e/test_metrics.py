@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -274,5 +275,71 @@ def test_consumer_lag_is_not_exported_when_switched_off(tmp_path):
         consume_and_commit(broker.bootstrap, topic, unique_topic("g"), 3)
         _, text = get(http_port, "/metrics")
         assert "kafka_consumergroup_lag" not in text
+    finally:
+        broker.stop()
+
+
+def make_pki(directory: Path) -> None:
+    """A CA and a certificate for 127.0.0.1 signed by it (openssl; nothing checked in)."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=e2e metrics ca",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
+    (directory / "server.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "2", "-out", "server.pem", "-extfile", "server.ext")
+    (directory / "server.key").chmod(0o600)
+
+
+def curl(port: int, path: str, ca: Path, user: str = None, https: bool = True) -> str:
+    """The HTTP status curl got (`000`: no HTTP answer)."""
+    scheme = "https" if https else "http"
+    args = ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
+            "--cacert", str(ca), f"{scheme}://127.0.0.1:{port}{path}"]
+    if user:
+        args += ["-u", user]
+    return subprocess.run(args, capture_output=True, text=True, timeout=30).stdout.strip()
+
+
+def test_metrics_over_https_need_a_scram_user_the_acls_allow_and_health_stays_open(tmp_path):
+    """Issue 23 item 5, with curl as the scraper and a SCRAM credential made by confluent-kafka's
+    AdminClient: 401 without or with wrong credentials, 403 until an ACL allows DESCRIBE on the
+    cluster, 200 after; /healthz and /readyz open; plain HTTP gets no answer."""
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
+                                       ResourcePatternType, ResourceType, ScramCredentialInfo,
+                                       ScramMechanism, UserScramCredentialUpsertion)
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    make_pki(pki)
+    http_port = free_port()
+    broker = BrokerProcess("ours", tmp_path / "broker", settings={
+        "http.listen": f"127.0.0.1:{http_port}", "http.tls": "true", "http.basic.auth": "true",
+        "ssl.cert.file": pki / "server.pem", "ssl.key.file": pki / "server.key",
+        "authorizer": "acl", "super.users": "User:ANONYMOUS"})
+    broker.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+        upsert = UserScramCredentialUpsertion("scraper", info, b"scraper-secret")
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(timeout=30)
+        ca = pki / "ca.pem"
+        assert curl(http_port, "/healthz", ca) == "200"
+        assert curl(http_port, "/readyz", ca) == "200"
+        assert curl(http_port, "/metrics", ca) == "401"
+        assert curl(http_port, "/metrics", ca, "scraper:wrong") == "401"
+        assert curl(http_port, "/metrics", ca, "scraper:scraper-secret") == "403"
+        acl = AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL,
+                         "User:scraper", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+        for future in admin.create_acls([acl]).values():
+            future.result(timeout=30)
+        deadline = time.monotonic() + 20
+        while curl(http_port, "/metrics", ca, "scraper:scraper-secret") != "200":
+            assert time.monotonic() < deadline, "the acl never allowed the scrape"
+            time.sleep(0.2)
+        assert curl(http_port, "/metrics", ca, "scraper:scraper-secret", https=False) == "000"
     finally:
         broker.stop()

@@ -24,6 +24,10 @@ use crate::tls::TlsConfig;
 pub struct Config {
     /// The metrics and health listener.
     pub http_listen: storage::config::HttpListen,
+    /// HTTPS with the TLS files of the Kafka listeners (`http_tls`).
+    pub http_tls: bool,
+    /// `/metrics` behind HTTP Basic authentication (`http_basic_auth`).
+    pub http_basic_auth: bool,
     /// How client byte rates are measured for quotas.
     pub quota_window: crate::quotas::rate::QuotaWindow,
     /// The transaction coordinator's timeouts.
@@ -126,8 +130,12 @@ impl Config {
         let storage = storage::StorageConfig::from_settings(r, &location.object_store_url);
         let compactor = compactor::CompactorConfig::from_settings(r, &location.object_store_url)?;
         let listeners = crate::listener::from_settings(r)?;
-        let tls_listener = listeners.iter().find(|l| l.protocol.uses_tls());
-        let tls = TlsConfig::from_settings(r, tls_listener.map(|l| l.name.as_str()))?;
+        let http_tls = r.get(&crate::metrics::settings::HTTP_TLS);
+        let tls_user = match listeners.iter().find(|l| l.protocol.uses_tls()) {
+            Some(listener) => Some(format!("the TLS listener {}", listener.name)),
+            None => http_tls.then(|| "http_tls".to_string()),
+        };
+        let tls = TlsConfig::from_settings(r, tls_user.as_deref())?;
         Ok(Config {
             listeners,
             tls,
@@ -161,6 +169,8 @@ impl Config {
             authorizer: authorizer_config(r)?,
             sasl: sasl::sasl_config(r)?,
             http_listen: storage::config::http_listen(r),
+            http_tls,
+            http_basic_auth: r.get(&crate::metrics::settings::HTTP_BASIC_AUTH),
             transactions: crate::transactions::TxnConfig {
                 max_timeout_ms: r.get(&crate::transactions::settings::TRANSACTION_MAX_TIMEOUT_MS),
                 id_expiration_ms: r.get(&crate::transactions::settings::TRANSACTIONAL_ID_EXPIRATION_MS),

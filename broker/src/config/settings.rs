@@ -58,6 +58,7 @@ pub fn schema() -> Schema {
             "Metrics and health",
             OBSERVABILITY
                 .iter()
+                .chain(crate::metrics::settings::HTTP_SECURITY)
                 .chain(crate::metrics::settings::CONSUMER_LAG)
                 .copied(),
         )

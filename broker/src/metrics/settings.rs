@@ -1,4 +1,5 @@
-//! The consumer-lag metric's switch and its cap on series (`docs/metrics.md`).
+//! The consumer-lag metric's switch and its cap on series (`docs/metrics.md`), and how the HTTP
+//! listener guards what it serves (`docs/security.md`, "The HTTP listener").
 
 use storage::settings::{AnySetting, Setting, Unit};
 
@@ -7,6 +8,22 @@ pub static CONSUMER_LAG: &[&dyn AnySetting] = &[
     &CONSUMER_LAG_MAX_SERIES,
     &CONSUMER_LAG_INTERVAL_MS,
 ];
+
+pub static HTTP_SECURITY: &[&dyn AnySetting] = &[&HTTP_TLS, &HTTP_BASIC_AUTH];
+
+pub static HTTP_TLS: Setting<bool> = Setting::new(
+    "http_tls",
+    false,
+    Unit::None,
+    "Serve the HTTP listener over TLS (HTTPS) with ssl_cert_file and ssl_key_file, reloaded as for the Kafka listeners; client certificates as ssl_client_auth says",
+);
+
+pub static HTTP_BASIC_AUTH: Setting<bool> = Setting::new(
+    "http_basic_auth",
+    false,
+    Unit::None,
+    "`/metrics` asks for HTTP Basic authentication as a broker user (SCRAM credentials or sasl_plain_users_file) allowed DESCRIBE on the cluster; `/healthz` and `/readyz` stay open",
+);
 
 pub static CONSUMER_LAG_METRICS: Setting<bool> = Setting::new(
     "consumer_lag_metrics",

@@ -7,6 +7,7 @@
 
 pub mod acl;
 pub mod authorizer;
+pub mod http_access;
 pub mod principal;
 pub mod sasl;
 pub mod scram;

@@ -53,18 +53,19 @@ pub struct ClientCa {
 }
 
 impl TlsConfig {
-    /// The TLS settings, when `tls_listener` (the first listener that uses TLS) needs them.
+    /// The TLS settings, when `needed_by` (the first listener that uses TLS, else `http_tls`)
+    /// needs them.
     pub fn from_settings(
         r: &Resolved,
-        tls_listener: Option<&str>,
+        needed_by: Option<&str>,
     ) -> Result<Option<TlsConfig>, ConfigError> {
-        let Some(listener) = tls_listener else {
+        let Some(user) = needed_by else {
             return Ok(None);
         };
         let required = |key: &str, value: Option<PathBuf>| {
             value.ok_or_else(|| ConfigError::Invalid {
                 key: key.into(),
-                reason: format!("required by the TLS listener {listener}"),
+                reason: format!("required by {user}"),
             })
         };
         let cert_file = required(s::SSL_CERT_FILE.key, r.get(&s::SSL_CERT_FILE))?;
@@ -137,6 +138,11 @@ impl ServerTls {
         Duration::from_millis(self.config.handshake_timeout_ms)
     }
 
+    /// The HTTP listener's TLS (`http_tls`): the same files, reloaded the same way.
+    pub fn http_source(self: &Arc<Self>) -> Arc<dyn telemetry::http::TlsSource> {
+        self.clone()
+    }
+
     /// Loads the files again if they changed since the last load (or always, with `force`).
     /// `Ok(true)` when new connections now get the new files; on an error they keep getting
     /// the old ones. Blocking file I/O.
@@ -160,6 +166,16 @@ impl ServerTls {
     // consistent configuration.
     fn lock(&self) -> std::sync::RwLockReadGuard<'_, Loaded> {
         self.current.read().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl telemetry::http::TlsSource for ServerTls {
+    fn acceptor(&self) -> TlsAcceptor {
+        ServerTls::acceptor(self)
+    }
+
+    fn handshake_timeout(&self) -> Duration {
+        ServerTls::handshake_timeout(self)
     }
 }
 

@@ -263,6 +263,33 @@ impl Authorizer {
         self.decide(context, rule, name, false)
     }
 
+    /// Whether `principal` from `peer` may do `operation` on the resource: for the HTTP
+    /// listener, which serves no Kafka API and so has no [`Rule`]. A refusal is logged at debug.
+    pub fn allows_http(
+        &self,
+        principal: &Principal,
+        peer: IpAddr,
+        path: &str,
+        (operation, resource, name): (AclOperation, ResourceType, &str),
+    ) -> bool {
+        let Some(acl) = &self.acl else {
+            return true;
+        };
+        let (principal, host) = (principal.to_string(), host_address(peer));
+        let asker = Asker {
+            principal: &principal,
+            host: &host,
+        };
+        let decision = acl
+            .policy
+            .decide(&acl.store.read(), asker, operation, resource, name);
+        let allowed = decision.allowed(&acl.policy);
+        if !allowed {
+            tracing::debug!(principal, host, path, %operation, resource_type = %resource, resource = name, "http request denied");
+        }
+        allowed
+    }
+
     /// `Err(the rule's refusal code)` when refused.
     pub fn check(
         &self,

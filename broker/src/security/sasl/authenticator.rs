@@ -78,6 +78,16 @@ impl SaslAuthenticator {
         SaslServer::new(self.clone(), peer)
     }
 
+    /// Whether `password` is `user`'s, as a SASL/PLAIN login checks it (with or without a
+    /// PLAIN listener): for HTTP Basic authentication.
+    pub async fn verify_password(&self, user: &str, password: &[u8]) -> bool {
+        let users = match &self.plain_users {
+            Some(file) => Some(file.current().await),
+            None => None,
+        };
+        super::plain::verify_password(user, password, users.as_deref(), self.scram.as_ref()).await
+    }
+
     pub fn config(&self) -> &SaslConfig {
         &self.config
     }

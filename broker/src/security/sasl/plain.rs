@@ -71,14 +71,7 @@ pub async fn authenticate(
     scram: &dyn CredentialLookup,
 ) -> Result<String, PlainFailure> {
     let message = PlainMessage::parse(message)?;
-    let verified = match users.and_then(|u| u.check(&message.username, &message.password)) {
-        Some(verified) => verified,
-        None => {
-            let stored = scram_credential(scram, &message.username);
-            verify_off_thread(stored, message.password.clone()).await
-        }
-    };
-    if !verified {
+    if !verify_password(&message.username, &message.password, users, scram).await {
         return Err(PlainFailure::Told(WRONG_PASSWORD));
     }
     // Kafka checks the authorization id once the password is known to be right.
@@ -86,6 +79,23 @@ pub async fn authenticate(
         return Err(PlainFailure::Told(OTHER_AUTHZID));
     }
     Ok(message.username)
+}
+
+/// Whether `password` is `user`'s: the PLAIN users file decides for the users it names, else
+/// the user's SCRAM credential (HTTP Basic authentication checks the same way).
+pub async fn verify_password(
+    user: &str,
+    password: &[u8],
+    users: Option<&PlainUsers>,
+    scram: &dyn CredentialLookup,
+) -> bool {
+    match users.and_then(|u| u.check(user, password)) {
+        Some(verified) => verified,
+        None => {
+            let stored = scram_credential(scram, user);
+            verify_off_thread(stored, password.to_vec()).await
+        }
+    }
 }
 
 /// The user's SCRAM-SHA-512 credential, else its SCRAM-SHA-256 one.
