@@ -226,3 +226,27 @@ def test_a_partition_named_three_times_in_one_produce_is_appended_once_with_its_
         assert message.value() == b"last"
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("codec", [0, 4])
+def test_a_batch_claiming_a_later_max_timestamp_is_found_by_its_records_times(broker, new_topic, codec):
+    """Kafka sets a CreateTime batch's max_timestamp to its largest record's (LogValidator's
+    setMaxTimestamp): a producer claiming a year ahead moves neither a search by time nor
+    retention."""
+    import time
+    from confluent_kafka import Consumer, TopicPartition
+    topic = new_topic()
+    year_ms = 365 * 24 * 3600 * 1000
+    lying = wire.batch(R0 + R1, 2, codec=codec, compress=zstd if codec == 4 else None,
+                       max_timestamp=int(time.time() * 1000) + year_ms)
+    assert produce(broker, topic, lying) == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "e2e-bad-input"})
+    try:
+        in_an_hour = int(time.time() * 1000) + 3_600_000
+        found = c.offsets_for_times([TopicPartition(topic, 0, in_an_hour)], timeout=10)
+        assert found[0].offset == -1, f"a record at or after an hour from now: {found[0]}"
+        a_minute_ago = int(time.time() * 1000) - 60_000
+        found = c.offsets_for_times([TopicPartition(topic, 0, a_minute_ago)], timeout=10)
+        assert found[0].offset == 0
+    finally:
+        c.close()

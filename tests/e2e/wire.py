@@ -76,12 +76,14 @@ def keyed_record(key, value, offset_delta: int) -> bytes:
     return varint(len(body)) + body
 
 
-def batch(records: bytes, count: int, codec: int = 0, compress=None) -> bytes:
+def batch(records: bytes, count: int, codec: int = 0, compress=None, max_timestamp: int = None) -> bytes:
     """A magic-2 batch declaring `count` records (last offset delta `count - 1`) over `records`,
-    compressed by `compress` (a function) under the codec bits `codec`, with a valid CRC."""
+    compressed by `compress` (a function) under the codec bits `codec`, with a valid CRC. Its
+    base timestamp is now; its header claims `max_timestamp` (default: now)."""
     now = int(time.time() * 1000)
+    claimed = now if max_timestamp is None else max_timestamp
     payload = compress(records) if compress else records
-    after_crc = struct.pack(">hiqqqhii", codec, count - 1, now, now, -1, -1, -1, count) + payload
+    after_crc = struct.pack(">hiqqqhii", codec, count - 1, now, claimed, -1, -1, -1, count) + payload
     after_length = struct.pack(">ibI", -1, 2, crc32c(after_crc)) + after_crc
     return struct.pack(">qi", 0, len(after_length)) + after_length
 

@@ -7,8 +7,11 @@
 //! a key in every record, INVALID_RECORD with `record_errors` on every Produce version, as
 //! Kafka 4.1 answers), then what Kafka rewrites:
 //! `compression.type` other than `producer`
-//! (re-encoded in the topic's codec), `LogAppendTime` (stamped into the header). With Kafka's
-//! defaults and a well-formed batch nothing is rewritten: it is appended exactly as received.
+//! (re-encoded in the topic's codec), `LogAppendTime` (stamped into the header), and on
+//! CreateTime topics a header `max_timestamp` that is not the largest record timestamp (set
+//! to it: retention and ListOffsets by time read the header, never a producer's claim). With
+//! Kafka's defaults and a well-formed batch nothing is rewritten: it is appended exactly as
+//! received.
 //!
 //! Cost: one pass over the records; compressed ones are decompressed through a stream into
 //! one buffer and never held whole (`record-batch`'s `validate_bench` measures it).
@@ -18,7 +21,9 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use record_batch::rewrite::reencode;
 use record_batch::validate::{validate_produced, Limits, RecordInfo, Validated};
-use record_batch::{stamp_log_append_time, BatchHeader, RecordBatchError, DECOMPRESSED_BYTES_MAX};
+use record_batch::{
+    set_max_timestamp, stamp_log_append_time, BatchHeader, RecordBatchError, DECOMPRESSED_BYTES_MAX,
+};
 use storage::topics::{TimestampType, TopicCompression, TopicConfig};
 
 /// Kafka's `RecordBatch.NO_TIMESTAMP`: a record without a timestamp is never out of bounds.
@@ -96,8 +101,21 @@ pub fn prepare(
     };
     let mut checks = RecordChecks::new(config, partition, now_ms);
     let validated = validate_produced(&batch, &limits, |r| checks.visit(r))?;
-    checks.finish()?;
-    rewrite(config, batch, &validated, now_ms)
+    let max_timestamp = checks.finish()?;
+    rewrite(config, batch, &validated, now_ms, max_timestamp)
+}
+
+/// The `max_timestamp` the header must hold when it is not what its producer claimed:
+/// Kafka's `setMaxTimestamp` for CreateTime batches.
+fn corrected_max_timestamp(
+    config: &TopicConfig,
+    header: &BatchHeader,
+    records_max_timestamp: i64,
+) -> Option<i64> {
+    if config.timestamp_type != TimestampType::CreateTime || header.is_log_append_time() {
+        return None;
+    }
+    Some(records_max_timestamp).filter(|max| *max != header.max_timestamp)
 }
 
 /// The rewrites Kafka makes, each only when needed; with none the batch is kept as received.
@@ -106,13 +124,15 @@ fn rewrite(
     batch: Bytes,
     validated: &Validated,
     now_ms: i64,
+    records_max_timestamp: i64,
 ) -> Result<Prepared, Refused> {
     let stamp = (config.timestamp_type == TimestampType::LogAppendTime).then_some(now_ms);
     let reencode_to = config
         .compression
         .codec()
         .filter(|c| *c != validated.header.codec());
-    if stamp.is_none() && reencode_to.is_none() {
+    let max_timestamp = corrected_max_timestamp(config, &validated.header, records_max_timestamp);
+    if stamp.is_none() && reencode_to.is_none() && max_timestamp.is_none() {
         return Ok(prepared(batch, validated, None));
     }
     let mut out = batch.to_vec();
@@ -133,6 +153,9 @@ fn rewrite(
     }
     if let Some(now_ms) = stamp {
         stamp_log_append_time(&mut out, now_ms)?;
+    }
+    if let Some(max_timestamp) = max_timestamp {
+        set_max_timestamp(&mut out, max_timestamp)?;
     }
     let header = BatchHeader::parse(&out)?;
     let validated = Validated {
@@ -172,6 +195,8 @@ struct RecordChecks {
     keys_required: Option<String>,
     timestamp_errors: Vec<(i32, String)>,
     key_errors: Vec<(i32, String)>,
+    /// The largest record timestamp, from `NO_TIMESTAMP` as Kafka's `maxBatchTimestamp`.
+    max_timestamp: i64,
 }
 
 impl RecordChecks {
@@ -187,10 +212,12 @@ impl RecordChecks {
             }),
             timestamp_errors: Vec::new(),
             key_errors: Vec::new(),
+            max_timestamp: NO_TIMESTAMP,
         }
     }
 
     fn visit(&mut self, r: &RecordInfo) {
+        self.max_timestamp = self.max_timestamp.max(r.timestamp);
         if let Some(message) = self.keys_required.as_ref().filter(|_| !r.has_key) {
             self.key_errors.push((r.index, message.clone()));
             return;
@@ -206,8 +233,9 @@ impl RecordChecks {
         }
     }
 
-    /// Kafka answers INVALID_TIMESTAMP when any record's timestamp failed, else INVALID_RECORD.
-    fn finish(self) -> Result<(), Refused> {
+    /// Kafka answers INVALID_TIMESTAMP when any record's timestamp failed, else INVALID_RECORD;
+    /// the largest record timestamp when every record passed.
+    fn finish(self) -> Result<i64, Refused> {
         if !self.timestamp_errors.is_empty() {
             let mut record_errors = self.timestamp_errors;
             record_errors.extend(self.key_errors);
@@ -219,7 +247,7 @@ impl RecordChecks {
             });
         }
         if self.key_errors.is_empty() {
-            return Ok(());
+            return Ok(self.max_timestamp);
         }
         Err(invalid_records(self.key_errors))
     }
@@ -300,6 +328,38 @@ mod tests {
         assert_eq!(prepared.records, bytes);
         assert_eq!(prepared.records_count, 2);
         assert_eq!(prepared.log_append_time_ms, None);
+    }
+
+    /// A batch whose header claims `max_timestamp` whatever its records hold.
+    fn batch_claiming(codec: i16, timestamps: &[i64], max_timestamp: i64) -> Bytes {
+        let mut bytes = batch(codec, timestamps).to_vec();
+        set_max_timestamp(&mut bytes, max_timestamp).unwrap();
+        Bytes::from(bytes)
+    }
+
+    #[test]
+    fn a_header_claiming_another_max_timestamp_is_given_its_records_largest() {
+        let far_future = NOW + 10 * 365 * 24 * 3_600_000;
+        for codec in [0, 1, 2, 3, 4] {
+            for claimed in [far_future, NOW - 1, -1] {
+                let bytes = batch_claiming(codec, &[NOW, NOW + 5, NOW + 2], claimed);
+                let prepared = prepare(&config(&[]), "t-0", bytes, NOW).unwrap();
+                assert_eq!(prepared.header.max_timestamp, NOW + 5, "codec {codec}");
+                // Validation checks the CRC; a corrected batch is honest and kept as it is.
+                let again = prepare(&config(&[]), "t-0", prepared.records.clone(), NOW).unwrap();
+                assert_eq!(again.records, prepared.records, "codec {codec}");
+                let rows = decode_batch(&prepared.records).unwrap();
+                assert_eq!(rows.records.len(), 3, "codec {codec}");
+            }
+        }
+    }
+
+    #[test]
+    fn log_append_time_topics_stamp_the_max_timestamp_whatever_was_claimed() {
+        let bytes = batch_claiming(0, &[NOW - 5, NOW - 3], NOW + 1_000_000);
+        let append = config(&[("message.timestamp.type", "LogAppendTime")]);
+        let prepared = prepare(&append, "t-0", bytes, NOW).unwrap();
+        assert_eq!(prepared.header.max_timestamp, NOW);
     }
 
     #[test]

@@ -206,6 +206,15 @@ pub fn stamp_log_append_time(batch: &mut [u8], now_ms: i64) -> Result<(), Record
     fix_crc(batch)
 }
 
+/// Writes the batch's true `max_timestamp` (the largest of its records') over the one its
+/// producer claimed and fixes the CRC: Kafka's `setMaxTimestamp` on a CreateTime batch.
+pub fn set_max_timestamp(batch: &mut [u8], max_timestamp: i64) -> Result<(), RecordBatchError> {
+    header_bytes(batch)?;
+    batch[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+        .copy_from_slice(&max_timestamp.to_be_bytes());
+    fix_crc(batch)
+}
+
 // The readers below index inside a slice already checked to hold a whole header.
 fn be_i16(b: &[u8], at: usize) -> i16 {
     i16::from_be_bytes([b[at], b[at + 1]])

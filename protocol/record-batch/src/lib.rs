@@ -18,7 +18,9 @@ pub use batch::{
     decode_batch, decode_batch_within, encode_batch, encode_batch_into, split_batches,
     DecodedBatch, RECORDS_PER_BATCH_MAX,
 };
-pub use header::{set_base_offset, stamp_log_append_time, BatchHeader, HEADER_BYTES};
+pub use header::{
+    set_base_offset, set_max_timestamp, stamp_log_append_time, BatchHeader, HEADER_BYTES,
+};
 pub use record::{RecordRef, RecordRow};
 
 /// Decompressed bytes of one batch at most, wherever batches are decompressed: produce
