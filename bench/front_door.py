@@ -6,10 +6,12 @@ what they can: half declare a 510 KiB frame and send nothing, half log in half-w
 PLAIN, then 500 KiB of a 510 KiB SaslAuthenticate) and trickle a byte a second. Attackers whose
 connection is closed reconnect at once. Our broker and Apache Kafka side by side, same load.
 
-Prints, per broker: produce and consume MiB/s quiet and attacked, the broker's peak RSS in each
-phase, and how often attackers were closed (their frames gave way). Run through
-bench/front_door.sh. Knobs: BENCH_FRONT_DOOR_RECORDS (1 KiB records, default 300000),
-BENCH_FRONT_DOOR_ATTACKERS (default 900), BENCH_BROKERS (default "kafka ours").
+Prints, per broker, medians of BENCH_FRONT_DOOR_ROUNDS rounds (default 3) of a quiet load then
+an attacked one: produce and consume MiB/s, the broker's peak RSS in each phase, its RSS with the
+attack held before the load, and how often attackers were closed (their frames gave way). Run
+through bench/front_door.sh. Knobs: BENCH_FRONT_DOOR_RECORDS (1 KiB records, default 1000000),
+BENCH_FRONT_DOOR_ATTACKERS (default 900), BENCH_FRONT_DOOR_ROUNDS, BENCH_BROKERS (default
+"kafka ours").
 """
 import json
 import os
@@ -27,8 +29,9 @@ import tls as tls_bench  # noqa: E402  (the SCRAM user through the Admin API)
 
 WORK = os.path.join(bench.ROOT, "bench", ".work", "front_door")
 PLAIN_PORT, SASL_PORT = bench.PORT, bench.PORT + 20
-RECORDS = int(os.environ.get("BENCH_FRONT_DOOR_RECORDS", "300000"))
+RECORDS = int(os.environ.get("BENCH_FRONT_DOOR_RECORDS", "1000000"))
 ATTACKERS = int(os.environ.get("BENCH_FRONT_DOOR_ATTACKERS", "900"))
+ROUNDS = int(os.environ.get("BENCH_FRONT_DOOR_ROUNDS", "3"))
 PARTITIONS = 8
 USER, PASSWORD = tls_bench.SCRAM_USER, tls_bench.SCRAM_PASSWORD
 DECLARED_BYTES, SENT_BYTES = 510 << 10, 500 << 10
@@ -158,35 +161,53 @@ def load(process, phase):
     return results
 
 
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
 def measure(process):
+    """ROUNDS rounds of a quiet load then an attacked one; medians of each."""
     tls_bench.PLAIN_PORT = PLAIN_PORT
     tls_bench.add_scram_user()
-    quiet = load(process, "quiet")
-    attack = Attack()
-    attack.thread.start()
-    time.sleep(10)  # every attacker connected and holding what it can
-    held_rss = round(rss_kib(process) / 1024)
-    bench.log(f"{process.name}: {attack.connected} attacker connections, rss {held_rss} MiB")
-    try:
-        attacked = load(process, "attacked")
-    finally:
-        attack.stop.set()
-        attack.thread.join(60)
-    return {"quiet": quiet, "attacked": attacked, "rss_attack_held_mib": held_rss,
-            "attacker_connections": attack.connected, "attackers_closed": attack.closed}
+    runs = {"quiet": [], "attacked": []}
+    held, connected, closed = [], 0, 0
+    for _ in range(ROUNDS):
+        runs["quiet"].append(load(process, "quiet"))
+        attack = Attack()
+        attack.thread.start()
+        time.sleep(10)  # every attacker connected and holding what it can
+        held.append(round(rss_kib(process) / 1024))
+        bench.log(f"{process.name}: {attack.connected} attacker connections, rss {held[-1]} MiB")
+        try:
+            runs["attacked"].append(load(process, "attacked"))
+        finally:
+            attack.stop.set()
+            attack.thread.join(60)
+        connected, closed = connected + attack.connected, closed + attack.closed
+        time.sleep(2)
+    summary = {phase: {mode: {key: median([r[mode][key] for r in rounds])
+                              for key in ("mib_per_s", "peak_rss_mib")}
+                       for mode in ("produce", "consume")}
+               for phase, rounds in runs.items()}
+    summary.update({"rss_attack_held_mib": median(held), "attacker_connections": connected,
+                    "attackers_closed": closed, "rounds": runs})
+    return summary
 
 
 def table(summaries):
     header = ["broker", "produce MiB/s quiet", "produce MiB/s attacked", "consume MiB/s quiet",
-              "consume MiB/s attacked", "peak RSS MiB quiet", "peak RSS MiB attacked",
+              "consume MiB/s attacked", "peak RSS MiB before any attack",
+              "RSS MiB attack held", "peak RSS MiB attacked (max)",
               "attacker connections (closed by the broker)"]
     rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, r in summaries.items():
-        peak = {phase: max(r[phase][m]["peak_rss_mib"] for m in ("produce", "consume"))
-                for phase in ("quiet", "attacked")}
+        rounds = r["rounds"]
+        before = max(rounds["quiet"][0][m]["peak_rss_mib"] for m in ("produce", "consume"))
+        attacked = max(run[m]["peak_rss_mib"] for run in rounds["attacked"] for m in ("produce", "consume"))
         cells = [name, r["quiet"]["produce"]["mib_per_s"], r["attacked"]["produce"]["mib_per_s"],
                  r["quiet"]["consume"]["mib_per_s"], r["attacked"]["consume"]["mib_per_s"],
-                 peak["quiet"], peak["attacked"],
+                 before, r["rss_attack_held_mib"], attacked,
                  f"{r['attacker_connections']} ({r['attackers_closed']})"]
         rows.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(rows)
@@ -211,7 +232,7 @@ def main():
             process.stop()
     with open(os.path.join(WORK, "results.json"), "w") as f:
         json.dump(summaries, f, indent=2)
-    print(f"{RECORDS} records of {bench.RECORD_BYTES} bytes, {PARTITIONS} partitions, librdkafka "
+    print(f"medians of {ROUNDS} rounds; {RECORDS} records of {bench.RECORD_BYTES} bytes, {PARTITIONS} partitions, librdkafka "
           f"over SASL_PLAINTEXT (SCRAM-SHA-512), acks=all; attacked: {ATTACKERS} unauthenticated "
           f"connections to the same listener, half silent after declaring {DECLARED_BYTES >> 10} KiB, "
           f"half holding {SENT_BYTES >> 10} KiB of a SaslAuthenticate, reconnecting when closed\n")

@@ -228,18 +228,31 @@ def test_a_partition_named_three_times_in_one_produce_is_appended_once_with_its_
         c.close()
 
 
+def timed(value: bytes, timestamp_delta: int, offset_delta: int) -> bytes:
+    """One record `timestamp_delta` ms after its batch's base timestamp."""
+    body = bytes([0]) + wire.varint(timestamp_delta) + wire.varint(offset_delta) + wire.varint(-1)
+    body += wire.varint(len(value)) + value + wire.varint(0)
+    return wire.varint(len(body)) + body
+
+
 @pytest.mark.parametrize("codec", [0, 4])
 def test_a_batch_claiming_a_later_max_timestamp_is_found_by_its_records_times(broker, new_topic, codec):
     """Kafka sets a CreateTime batch's max_timestamp to its largest record's (LogValidator's
-    setMaxTimestamp): a producer claiming a year ahead moves neither a search by time nor
-    retention."""
+    setMaxTimestamp): a producer claiming a year ahead moves neither a search by time, nor the
+    max-timestamp lookup (KIP-734), nor retention."""
     import time
     from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
     topic = new_topic()
-    year_ms = 365 * 24 * 3600 * 1000
-    lying = wire.batch(R0 + R1, 2, codec=codec, compress=zstd if codec == 4 else None,
-                       max_timestamp=int(time.time() * 1000) + year_ms)
+    now = int(time.time() * 1000)
+    records = timed(b"v0", 0, 0) + timed(b"v1", 5, 1)
+    lying = wire.batch(records, 2, codec=codec, compress=zstd if codec == 4 else None,
+                       max_timestamp=now + 365 * 24 * 3600 * 1000)
     assert produce(broker, topic, lying) == 0
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    partition = TopicPartition(topic, 0)
+    found = admin.list_offsets({partition: OffsetSpec.max_timestamp()})[partition].result(timeout=30)
+    assert found.offset == 1 and 0 <= found.timestamp - now < 60_000, found
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "e2e-bad-input"})
     try:
         in_an_hour = int(time.time() * 1000) + 3_600_000
