@@ -165,6 +165,31 @@ async fn clients_of_the_wrong_protocol_are_refused_quickly() {
     assert!(setup.served(None).await);
 }
 
+#[tokio::test]
+async fn a_failed_handshake_is_closed_after_the_failed_authentication_delay() {
+    let setup = Setup::start(&["--connection-failed-authentication-delay-ms", "600"]).await;
+    let started = Instant::now();
+    let mut plain_on_tls = Client::connect(setup.ssl()).await;
+    plain_on_tls.send_raw(&api_versions_v0()).await;
+    let mut buf = vec![0u8; 64];
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match plain_on_tls.stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the connection is closed in the end");
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "closed after {:?}",
+        started.elapsed()
+    );
+    assert!(setup.served(None).await);
+}
+
 fn api_versions_v0() -> [u8; 15] {
     [0, 0, 0, 11, 0, 18, 0, 0, 0, 0, 0, 9, 0, 1, b't']
 }
@@ -328,6 +353,7 @@ async fn principal_of(
         key_file_permissions_unchecked: false,
         reload_interval_ms: 0,
         handshake_timeout_ms: 5000,
+        failed_handshake_delay_ms: 0,
     })
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

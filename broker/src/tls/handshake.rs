@@ -31,19 +31,36 @@ pub enum HandshakeError {
 }
 
 /// Completes the handshake on `stream`; the principal is the client certificate's subject
-/// through the mapping rules.
+/// through the mapping rules. A handshake that fails (not one that times out) returns only
+/// `failed_handshake_delay_ms` later, its connection held open meanwhile, as Kafka delays
+/// closing a connection that failed authentication: guessing is slow.
 pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     tls: &ServerTls,
     stream: S,
 ) -> Result<(TlsStream<S>, Principal), HandshakeError> {
     let timeout = tls.handshake_timeout();
-    let stream = tokio::time::timeout(timeout, tls.acceptor().accept(stream))
-        .await
-        .map_err(|_| HandshakeError::Timeout {
-            timeout_ms: tls.config().handshake_timeout_ms,
-        })??;
-    let principal = principal(tls, &stream)?;
-    Ok((stream, principal))
+    let handshake = tls.acceptor().accept(stream).into_fallible();
+    let stream = match tokio::time::timeout(timeout, handshake).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err((error, stream))) => return Err(failed(tls, stream, error.into()).await),
+        Err(_) => {
+            return Err(HandshakeError::Timeout {
+                timeout_ms: tls.config().handshake_timeout_ms,
+            })
+        }
+    };
+    match principal(tls, &stream) {
+        Ok(principal) => Ok((stream, principal)),
+        Err(error) => Err(failed(tls, stream, error).await),
+    }
+}
+
+/// Holds the failed connection for the delay, then lets it close.
+async fn failed<T>(tls: &ServerTls, connection: T, error: HandshakeError) -> HandshakeError {
+    let delay = Duration::from_millis(tls.config().failed_handshake_delay_ms);
+    tokio::time::sleep(delay).await;
+    drop(connection);
+    error
 }
 
 fn principal<S>(tls: &ServerTls, stream: &TlsStream<S>) -> Result<Principal, HandshakeError> {

@@ -43,6 +43,9 @@ pub struct TlsConfig {
     /// 0: reload on SIGHUP only.
     pub reload_interval_ms: u64,
     pub handshake_timeout_ms: u64,
+    /// A failed handshake is closed this long after it failed
+    /// (`connection_failed_authentication_delay_ms`, as a failed SASL login).
+    pub failed_handshake_delay_ms: u64,
 }
 
 /// Where client certificates must chain to, and whether a client must present one.
@@ -93,6 +96,8 @@ impl TlsConfig {
             key_file_permissions_unchecked: r.get(&s::SSL_KEY_FILE_PERMISSIONS_UNCHECKED),
             reload_interval_ms: r.get(&s::SSL_RELOAD_INTERVAL_MS),
             handshake_timeout_ms: r.get(&s::SSL_HANDSHAKE_TIMEOUT_MS),
+            failed_handshake_delay_ms: r
+                .get(&crate::config::sasl::CONNECTION_FAILED_AUTHENTICATION_DELAY_MS),
         }))
     }
 }
@@ -210,6 +215,7 @@ mod tests {
             key_file_permissions_unchecked: false,
             reload_interval_ms: 0,
             handshake_timeout_ms: 1000,
+            failed_handshake_delay_ms: 0,
         }
     }
 
