@@ -268,10 +268,16 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     async fn get(addr: SocketAddr, path: &str) -> String {
+        get_with(addr, path, "").await
+    }
+
+    /// The whole answer to `GET path` with `headers` (each ending in CRLF).
+    async fn get_with(addr: SocketAddr, path: &str, headers: &str) -> String {
         let mut stream = tokio::net::TcpStream::connect(addr)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n");
         stream
             .write_all(request.as_bytes())
             .await
@@ -340,22 +346,7 @@ mod tests {
     async fn get_as(addr: SocketAddr, path: &str, user_password: &str) -> String {
         use base64::Engine;
         let token = base64::engine::general_purpose::STANDARD.encode(user_password);
-        let mut stream = tokio::net::TcpStream::connect(addr)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {token}\r\nConnection: close\r\n\r\n"
-        );
-        stream
-            .write_all(request.as_bytes())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let mut text = String::new();
-        stream
-            .read_to_string(&mut text)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        text
+        get_with(addr, path, &format!("Authorization: Basic {token}\r\n")).await
     }
 
     #[tokio::test]

@@ -253,10 +253,6 @@ impl HeldBytes {
         }
     }
 
-    pub fn num_bytes(&self) -> usize {
-        self.permit.num_permits()
-    }
-
     /// Holds `other`'s bytes too, as one.
     pub fn merge(&mut self, mut other: HeldBytes) {
         debug_assert!(Arc::ptr_eq(&self.budget, &other.budget) && self.frame == other.frame);
