@@ -24,6 +24,10 @@ fi
 if ! "$ROOT/.venv/bin/python" -c 'import pytest, confluent_kafka, kafka, aiokafka, lz4, snappy, zstandard, cramjam, duckdb, pyarrow' 2>/dev/null; then
   "$ROOT/.venv/bin/pip" install -q pytest pyyaml confluent-kafka kafka-python aiokafka lz4 python-snappy zstandard cramjam duckdb pyarrow
 fi
+# confluent-kafka's Schema Registry client and its Avro, Protobuf and JSON Schema serializers.
+if ! "$ROOT/.venv/bin/python" -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, confluent_kafka.schema_registry.json_schema' 2>/dev/null; then
+  "$ROOT/.venv/bin/pip" install -q "confluent-kafka[avro,json,protobuf,schemaregistry]"
+fi
 
 # Rebuild a program only when one of its sources is newer than the built artifact.
 stale() { # stale ARTIFACT SOURCE_DIR

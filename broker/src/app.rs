@@ -45,6 +45,8 @@ pub enum StartError {
     Quotas(#[from] crate::quotas::QuotaStoreError),
     #[error("cannot load consumer groups: {0}")]
     Groups(#[from] crate::groups::store::StoreError),
+    #[error(transparent)]
+    SchemaRegistry(#[from] schema_registry::api::server::BindError),
     #[error("listener {listener}: cannot listen on {addr}: {source}")]
     Bind {
         listener: String,
@@ -68,6 +70,9 @@ pub struct Running {
     /// The metrics and health listener, when it is bound.
     pub http_addr: Option<SocketAddr>,
     http: Option<JoinHandle<()>>,
+    /// The schema registry's listener, when it is bound.
+    pub schema_registry_addr: Option<SocketAddr>,
+    schema_registry: Option<JoinHandle<()>>,
     tls_reload: Option<JoinHandle<()>>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<()>,
@@ -165,6 +170,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         .as_ref()
         .filter(|_| config.http_tls)
         .map(ServerTls::http_source);
+    let registry_tls = tls
+        .as_ref()
+        .filter(|_| config.schema_registry.tls)
+        .map(ServerTls::http_source);
     let tls_reload = tls.map(|tls| crate::tls::reload::spawn(tls, shutdown_rx.clone()));
     let local_addr = node.listeners[0].local_addr;
     let advertised = &node.listeners[0].advertised;
@@ -190,6 +199,7 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
             transactions,
             txn_generation,
         ),
+        schema_registry: Arc::new(schema_registry::Registry::new(coordination_meta.clone())),
     });
     crate::transactions::sweep::spawn(&broker, shutdown_rx.clone());
     let compaction = compactor_config.map(|compactor_config| {
@@ -227,10 +237,14 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     };
     let http = telemetry::http::start(listen, readiness, security, shutdown_rx.clone()).await?;
     let (http_addr, http) = http.unzip();
+    let registry = crate::schemas::start(&broker, registry_tls, shutdown_rx.clone()).await?;
+    let (schema_registry_addr, schema_registry) = registry.unzip();
     let server = tokio::spawn(server::run(bound, broker.clone(), shutdown_rx));
     Ok(Running {
         http_addr,
         http,
+        schema_registry_addr,
+        schema_registry,
         local_addr,
         listeners,
         tls_reload,
@@ -266,8 +280,8 @@ impl Running {
         if let Some(reload) = self.tls_reload {
             let _ = reload.await;
         }
-        if let Some(http) = self.http {
-            let _ = http.await;
+        for task in [self.http, self.schema_registry].into_iter().flatten() {
+            let _ = task.await;
         }
         if let Some(compaction) = self.compaction {
             if let Err(error) = compaction.await {

@@ -49,4 +49,6 @@ pub struct Broker {
     pub quotas: crate::quotas::Quotas,
     /// Transaction coordinator state, markers and the last stable offsets.
     pub transactions: crate::transactions::Transactions,
+    /// The schema registry (its listener and produce-time validation read it).
+    pub schema_registry: Arc<schema_registry::Registry>,
 }

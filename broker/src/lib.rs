@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod produce_hint;
 pub mod producers;
 pub mod quotas;
+pub mod schemas;
 pub mod security;
 pub mod sequencer;
 pub mod server;

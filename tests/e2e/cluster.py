@@ -59,6 +59,8 @@ class ClusterBroker(BrokerProcess):
         self.cluster = cluster
         self.broker_id = broker_id
         self.rack = rack
+        self.registry_port = free_port()
+        self.registry_url = f"http://127.0.0.1:{self.registry_port}"
 
     def command(self) -> list:
         binary = os.environ.get("BROKER_BIN", str(REPO / "target/debug/broker"))
@@ -66,7 +68,8 @@ class ClusterBroker(BrokerProcess):
         return [binary, "--listen", self.bootstrap, "--data-dir", str(self.data_dir), "--compaction", "false",
                 "--broker-id", str(self.broker_id), "--rack", self.rack,
                 "--object-store", f"s3://{BUCKET}/{OBJECT_PREFIX}",
-                "--metastore", f"oxia://127.0.0.1:{self.cluster.oxia_port}/default"] + list(self.cluster.broker_args)
+                "--metastore", f"oxia://127.0.0.1:{self.cluster.oxia_port}/default",
+                "--schema-registry-listen", f"127.0.0.1:{self.registry_port}"] + list(self.cluster.broker_args)
 
     def start(self) -> None:
         # BrokerProcess.start passes os.environ through; the S3 settings must reach the broker.

@@ -28,6 +28,8 @@ pub struct Config {
     pub http_tls: bool,
     /// `/metrics` behind HTTP Basic authentication (`http_basic_auth`).
     pub http_basic_auth: bool,
+    /// The schema registry's listener.
+    pub schema_registry: crate::schemas::RegistryListenConfig,
     /// How client byte rates are measured for quotas.
     pub quota_window: crate::quotas::rate::QuotaWindow,
     /// The transaction coordinator's timeouts.
@@ -133,7 +135,10 @@ impl Config {
         let http_tls = r.get(&crate::metrics::settings::HTTP_TLS);
         let tls_user = match listeners.iter().find(|l| l.protocol.uses_tls()) {
             Some(listener) => Some(format!("the TLS listener {}", listener.name)),
-            None => http_tls.then(|| "http_tls".to_string()),
+            None if http_tls => Some("http_tls".to_string()),
+            None => r
+                .get(&crate::schemas::settings::SCHEMA_REGISTRY_TLS)
+                .then(|| "schema_registry_tls".to_string()),
         };
         let tls = TlsConfig::from_settings(r, tls_user.as_deref())?;
         Ok(Config {
@@ -171,6 +176,7 @@ impl Config {
             http_listen: storage::config::http_listen(r),
             http_tls,
             http_basic_auth: r.get(&crate::metrics::settings::HTTP_BASIC_AUTH),
+            schema_registry: crate::schemas::RegistryListenConfig::from_settings(r),
             transactions: crate::transactions::TxnConfig {
                 max_timeout_ms: r.get(&crate::transactions::settings::TRANSACTION_MAX_TIMEOUT_MS),
                 id_expiration_ms: r.get(&crate::transactions::settings::TRANSACTIONAL_ID_EXPIRATION_MS),

@@ -62,6 +62,10 @@ pub fn schema() -> Schema {
                 .chain(crate::metrics::settings::CONSUMER_LAG)
                 .copied(),
         )
+        .group(
+            "Schema registry",
+            crate::schemas::settings::SCHEMA_REGISTRY.iter().copied(),
+        )
         .group("Topics", TOPICS.iter().copied())
         .group("Connections", CONNECTIONS.iter().copied())
         .group("Authorization", AUTHORIZATION.iter().copied())

@@ -46,7 +46,7 @@ mod offset_for_leader_epoch;
 mod partition_reassignments;
 mod produce;
 mod produce_access;
-mod produce_policy;
+pub(crate) mod produce_policy;
 mod request_context;
 pub mod sasl;
 mod sasl_authenticate;

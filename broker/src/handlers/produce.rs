@@ -196,7 +196,7 @@ async fn submit(
     if partition < 0 || partition >= topic.record.partitions {
         return failed_quietly(ResponseError::UnknownTopicOrPartition);
     }
-    let prepared = match validate(topic, partition, records, version).await {
+    let prepared = match validate(broker, topic, partition, records, version).await {
         Ok(prepared) => prepared,
         Err(refused) => return refused,
     };
@@ -259,8 +259,10 @@ async fn admit_transactional(
         })
 }
 
-/// The partition's one batch, validated record by record and shaped by the topic's configs.
+/// The partition's one batch, validated record by record and shaped by the topic's configs,
+/// then checked against the schema registry when the topic asks for it.
 async fn validate(
+    broker: &Broker,
     topic: &Topic,
     partition: i32,
     records: Option<bytes::Bytes>,
@@ -280,9 +282,21 @@ async fn validate(
     {
         return Err(outcome);
     }
-    prepare(topic, partition, batch)
+    let prepared = prepare(topic, partition, batch)
         .await
-        .map_err(|refusal| refused(topic, partition, refusal))
+        .map_err(|refusal| refused(topic, partition, refusal))?;
+    let validation = topic.config.schema_validation;
+    if validation.is_on() {
+        crate::schemas::validation::check(
+            broker,
+            &topic.name,
+            validation,
+            prepared.records.clone(),
+        )
+        .await
+        .map_err(|refusal| refused(topic, partition, refusal))?;
+    }
+    Ok(prepared)
 }
 
 /// Sequence checks of an idempotent batch: admitted, a retry of a batch already written

@@ -255,7 +255,7 @@ impl RecordChecks {
 
 /// INVALID_RECORD with `record_errors`, in Kafka's words (Java's `RecordError.toString()` of
 /// the first three).
-fn invalid_records(record_errors: Vec<(i32, String)>) -> Refused {
+pub(crate) fn invalid_records(record_errors: Vec<(i32, String)>) -> Refused {
     let shown: Vec<String> = record_errors
         .iter()
         .take(RECORD_ERRORS_IN_MESSAGE_MAX)

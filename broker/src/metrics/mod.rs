@@ -18,7 +18,7 @@ pub use gauges::{register_broker_gauges, spawn_group_sampler};
 pub use lag::{spawn_lag_sampler, LagConfig};
 pub use requests::record_request;
 pub use stages::{produce_answered, FetchStages};
-pub use topics::{fetched, produced};
+pub use topics::{fetched, produced, schema_validation_refused};
 pub use transactions::{marker_written, transaction_completed, transaction_timed_out};
 
 /// Lists every metric before the first event, so a scrape shows each family from the start.

@@ -17,6 +17,7 @@ struct Metrics {
     messages_in: Family<TopicLabels, Counter>,
     bytes_in: Family<TopicLabels, Counter>,
     bytes_out: Family<TopicLabels, Counter>,
+    schema_refusals: Family<TopicLabels, Counter>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -32,6 +33,10 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     bytes_out: telemetry::counter_family(
         "kafka_server_broker_topic_bytes_out",
         "Record-batch bytes sent to consumers in fetch responses, by topic (Kafka's BytesOutPerSec)",
+    ),
+    schema_refusals: telemetry::counter_family(
+        "schema_validation_refused_records",
+        "Produced records refused by broker-side schema validation, by topic",
     ),
 }
 });
@@ -68,4 +73,15 @@ pub fn fetched(topic: &str, bytes: usize) {
     };
     let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
     METRICS.bytes_out.get_or_create(&labels).inc_by(bytes);
+}
+
+/// `records` records of a batch on `topic` refused by schema validation.
+pub fn schema_validation_refused(topic: &str, records: usize) {
+    let labels = TopicLabels {
+        topic: topic.to_string(),
+    };
+    METRICS
+        .schema_refusals
+        .get_or_create(&labels)
+        .inc_by(u64::try_from(records).unwrap_or(u64::MAX));
 }

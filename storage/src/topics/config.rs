@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::confluent::{SchemaValidation, SubjectNameStrategy};
 use super::defaults::TopicDefaults;
 use super::defs::definition;
 use super::value::Value;
@@ -35,6 +36,8 @@ pub struct TopicConfig {
     pub timestamp_after_max_ms: u64,
     /// What key compaction keeps and when it runs (read when `cleanup_policy.compact`).
     pub compaction: CompactionConfig,
+    /// `confluent.{key,value}.schema.validation` with their subject name strategies.
+    pub schema_validation: SchemaValidation,
 }
 
 /// The key-compaction configs of a topic (Kafka's log cleaner settings).
@@ -125,6 +128,7 @@ impl TopicConfig {
                 delete_retention_ms: 86_400_000,
                 min_cleanable_dirty_ratio_ppm: 500_000,
             },
+            schema_validation: SchemaValidation::OFF,
         })
     }
 
@@ -159,6 +163,7 @@ impl TopicConfig {
                 delete_retention_ms: non_negative(long(&get("delete.retention.ms")?)),
                 min_cleanable_dirty_ratio_ppm: ppm(&get("min.cleanable.dirty.ratio")?),
             },
+            schema_validation: schema_validation(&get)?,
         })
     }
 }
@@ -307,6 +312,27 @@ fn cleanup_policy(value: &Value) -> CleanupPolicy {
         delete: items.iter().any(|i| i == "delete"),
         compact: items.iter().any(|i| i == "compact"),
     }
+}
+
+/// `confluent.{key,value}.schema.validation` and the strategy each names.
+fn schema_validation(
+    get: &impl Fn(&str) -> Result<Value, ConfigError>,
+) -> Result<SchemaValidation, ConfigError> {
+    let side = |validation: &str, strategy: &str| -> Result<_, ConfigError> {
+        let on = matches!(get(validation)?, Value::Boolean(true));
+        let strategy = SubjectNameStrategy::parse(string(&get(strategy)?));
+        Ok(on.then_some(strategy))
+    };
+    Ok(SchemaValidation {
+        key: side(
+            "confluent.key.schema.validation",
+            "confluent.key.subject.name.strategy",
+        )?,
+        value: side(
+            "confluent.value.schema.validation",
+            "confluent.value.subject.name.strategy",
+        )?,
+    })
 }
 
 fn long(value: &Value) -> i64 {

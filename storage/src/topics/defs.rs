@@ -387,7 +387,14 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
     },
 ];
 
-/// The definition of a topic config by its name.
+/// The definition of a topic config by its name (Kafka's, then Confluent Server's).
 pub fn definition(name: &str) -> Option<&'static ConfigDef> {
-    TOPIC_CONFIGS.iter().find(|d| d.name == name)
+    all_configs().find(|d| d.name == name)
+}
+
+/// Kafka's topic configs in their order, then the Confluent Server ones honoured here.
+pub fn all_configs() -> impl Iterator<Item = &'static ConfigDef> {
+    TOPIC_CONFIGS
+        .iter()
+        .chain(super::confluent::CONFLUENT_CONFIGS)
 }

@@ -8,6 +8,7 @@
 
 mod broker_settings;
 mod config;
+pub mod confluent;
 mod defaults;
 mod defs;
 pub mod docs;
@@ -22,7 +23,7 @@ pub use config::{
     effective_value, CleanupPolicy, CompactionConfig, TimestampType, TopicCompression, TopicConfig,
 };
 pub use defaults::{DefaultValue, TopicDefaults};
-pub use defs::{definition, ConfigDef, Effect, TOPIC_CONFIGS};
+pub use defs::{all_configs, definition, ConfigDef, Effect, TOPIC_CONFIGS};
 pub use record::*;
 pub use table::{broker_settings_table, topic_configs_table};
 pub use validate::{validate_override, validate_overrides};

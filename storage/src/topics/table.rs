@@ -3,7 +3,7 @@
 //! topic_configs_table` prints them).
 
 use super::broker_settings::BROKER_SETTINGS;
-use super::defs::{Effect, TOPIC_CONFIGS};
+use super::defs::{all_configs, Effect};
 
 /// One row per Kafka topic config: type, default, valid values, what it does here, and the
 /// broker settings that give its default.
@@ -11,7 +11,7 @@ pub fn topic_configs_table() -> String {
     let mut out = String::from(
         "| config | type | Kafka default | valid values | here | broker defaults (first set wins) |\n|---|---|---|---|---|---|\n",
     );
-    for def in TOPIC_CONFIGS {
+    for def in all_configs() {
         let here = match def.effect {
             Effect::Produce => "**honoured** by the broker on produce".to_string(),
             Effect::Retention => "**honoured** by the compactor (retention)".to_string(),

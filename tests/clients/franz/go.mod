@@ -11,5 +11,6 @@ require (
 	github.com/klauspost/compress v1.18.2 // indirect
 	github.com/pierrec/lz4/v4 v4.1.22 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.12.0 // indirect
+	github.com/twmb/franz-go/pkg/sr v1.3.0 // indirect
 	golang.org/x/crypto v0.45.0 // indirect
 )

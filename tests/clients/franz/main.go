@@ -3,7 +3,8 @@
 // Usage: franz MODE --bootstrap B --topic T [--flag value]...
 // Modes: produce (records as JSON lines on stdin), consume, offsets, create-topic, describe-topic,
 // describe-configs, create-partitions, delete-topic, group (a consumer group member, see
-// group.go), txn-ctp (consume-transform-produce in a GroupTransactSession, see txn.go).
+// group.go), txn-ctp (consume-transform-produce in a GroupTransactSession, see txn.go), sr
+// (pkg/sr's registry client and Serde, see sr.go).
 // --tls-ca, --tls-cert and --tls-key connect over TLS (see tls.go; not in group mode);
 // --sasl-mechanism, --sasl-user and --sasl-password authenticate (see sasl.go). Each
 // result is one JSON object per stdout line;
@@ -99,6 +100,10 @@ func main() {
 		opts = append(opts, opt)
 	}
 	mode := os.Args[1]
+	if mode == "sr" {
+		srMode(ctx, opts, topic, get("registry", ""), get("registry-read", get("registry", "")), int(num("count", "10")))
+		return
+	}
 	if mode == "group" {
 		group(seeds, topic, get("group", ""), get("balancer", "cooperative-sticky"), timeout)
 		return

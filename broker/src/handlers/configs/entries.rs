@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use storage::topics::{
-    broker_setting, ConfigDef, ConfigType, Effect, TopicDefaults, TOPIC_CONFIGS,
+    all_configs, broker_setting, ConfigDef, ConfigType, Effect, TopicDefaults,
 };
 
 /// Kafka's config source codes.
@@ -47,14 +47,16 @@ pub fn topic_entries(
     defaults: &TopicDefaults,
     include_synonyms: bool,
 ) -> Vec<Entry> {
-    TOPIC_CONFIGS
-        .iter()
+    all_configs()
         .filter_map(|def| {
             let overridden = overrides.get(def.name);
             let value = overridden
                 .cloned()
                 .or_else(|| defaults.topic_default(def).value)?;
-            if def.internal && overridden.is_none() {
+            // Confluent Server's configs are described when set only, so that a topic
+            // without them is described exactly as Kafka describes it.
+            let extension = storage::topics::confluent::is_confluent(def.name);
+            if (def.internal || extension) && overridden.is_none() {
                 return None;
             }
             let mut synonyms = broker_synonyms(def.synonyms, defaults);

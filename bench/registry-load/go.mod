@@ -1,0 +1,3 @@
+module registry-load
+
+go 1.22

@@ -1,0 +1,118 @@
+//! The registry's listener (`schema_registry_listen`): HTTP/1.1 over hyper with the API's
+//! router, TLS when the broker gives a certificate, and the same bounds as the metrics
+//! listener: at most [`CONNECTIONS_MAX`] connections, a header read timeout, a cap on each
+//! connection's life and on each request's time.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use telemetry::http::TlsSource;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+
+pub const CONNECTIONS_MAX: usize = 256;
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+const CONNECTION_LIFETIME_MAX: Duration = Duration::from_secs(300);
+
+/// The peer of a connection, handed to the router in each request's extensions.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot listen on {addr} (schema_registry_listen): {source}")]
+pub struct BindError {
+    addr: SocketAddr,
+    source: std::io::Error,
+}
+
+/// A bound registry listener.
+pub struct Server {
+    listener: TcpListener,
+    router: Router,
+    tls: Option<Arc<dyn TlsSource>>,
+}
+
+impl Server {
+    pub async fn bind(
+        addr: SocketAddr,
+        router: Router,
+        tls: Option<Arc<dyn TlsSource>>,
+    ) -> Result<Server, BindError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| BindError { addr, source })?;
+        Ok(Server {
+            listener,
+            router,
+            tls,
+        })
+    }
+
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Serves until `shutdown` turns true.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let permits = Arc::new(Semaphore::new(CONNECTIONS_MAX));
+        loop {
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            };
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "schema registry accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                tracing::debug!(%peer, "schema registry connection refused: too many open");
+                continue;
+            };
+            let (router, tls) = (self.router.clone(), self.tls.clone());
+            tokio::spawn(async move {
+                let served = connection(stream, peer, router, tls);
+                let _ = tokio::time::timeout(CONNECTION_LIFETIME_MAX, served).await;
+                drop(permit);
+            });
+        }
+    }
+}
+
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    tls: Option<Arc<dyn TlsSource>>,
+) {
+    let Some(tls) = tls else {
+        return serve(stream, peer, router).await;
+    };
+    let handshake = tokio::time::timeout(tls.handshake_timeout(), tls.acceptor().accept(stream));
+    match handshake.await {
+        Ok(Ok(stream)) => serve(stream, peer, router).await,
+        Ok(Err(error)) => tracing::debug!(%peer, %error, "schema registry tls handshake failed"),
+        Err(_) => tracing::debug!(%peer, "schema registry tls handshake timed out"),
+    }
+}
+
+async fn serve<S>(stream: S, peer: SocketAddr, router: Router)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let router = router.layer(axum::Extension(Peer(peer)));
+    let service = TowerToHyperService::new(router);
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
