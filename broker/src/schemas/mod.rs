@@ -26,15 +26,8 @@ pub struct RegistryListenConfig {
 
 impl RegistryListenConfig {
     pub fn from_settings(r: &storage::settings::Resolved) -> RegistryListenConfig {
-        let listen = match r.get(&settings::SCHEMA_REGISTRY_LISTEN).trim().parse() {
-            Err(_) => HttpListen::Off,
-            Ok(addr) => match r.source(settings::SCHEMA_REGISTRY_LISTEN.key) {
-                None | Some(storage::settings::Source::Default) => HttpListen::Default(addr),
-                Some(_) => HttpListen::Explicit(addr),
-            },
-        };
         RegistryListenConfig {
-            listen,
+            listen: storage::config::listen_setting(r, &settings::SCHEMA_REGISTRY_LISTEN),
             tls: r.get(&settings::SCHEMA_REGISTRY_TLS),
             basic_auth: r.get(&settings::SCHEMA_REGISTRY_BASIC_AUTH),
         }

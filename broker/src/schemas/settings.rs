@@ -14,13 +14,7 @@ pub static SCHEMA_REGISTRY_LISTEN: Setting<String> = Setting::new(
     Unit::None,
     "`ip:port` of the Confluent Schema Registry API (schemas live in the MetaStore: every broker of a cluster serves the same registry), or `none`; at its default a taken port is logged and skipped (several brokers on one host), an address given explicitly must bind",
 )
-.checked(|value| match value.trim() {
-    "none" | "" => Ok(()),
-    addr => addr
-        .parse::<std::net::SocketAddr>()
-        .map(drop)
-        .map_err(|_| format!("expected ip:port or `none`, got {value:?}")),
-});
+.checked(storage::config::settings::check_listen);
 
 pub static SCHEMA_REGISTRY_TLS: Setting<bool> = Setting::new(
     "schema_registry_tls",

@@ -134,12 +134,18 @@ pub fn log_format(resolved: &Resolved) -> LogFormat {
 
 /// Where the HTTP listener of metrics and health checks binds (`http_listen`).
 pub fn http_listen(resolved: &Resolved) -> HttpListen {
-    let value = resolved.get(&s::HTTP_LISTEN);
+    listen_setting(resolved, &s::HTTP_LISTEN)
+}
+
+/// A listener address setting checked by [`s::check_listen`]: off, its default (skipped when
+/// taken), or set explicitly (must bind).
+pub fn listen_setting(resolved: &Resolved, setting: &crate::settings::Setting<String>) -> HttpListen {
+    let value = resolved.get(setting);
     let Ok(addr) = value.trim().parse() else {
         // `none` or empty: the check let nothing else through.
         return HttpListen::Off;
     };
-    match resolved.source(s::HTTP_LISTEN.key) {
+    match resolved.source(setting.key) {
         None | Some(crate::settings::Source::Default) => HttpListen::Default(addr),
         Some(_) => HttpListen::Explicit(addr),
     }

@@ -40,13 +40,20 @@ pub static HTTP_LISTEN: Setting<String> = Setting::new(
     Unit::None,
     "`ip:port` of the HTTP listener serving `/metrics` (Prometheus), `/healthz` and `/readyz`, or `none`; at its default a taken port is logged and skipped (several processes on one host), an address given explicitly must bind",
 )
-.checked(|value| match value.trim() {
-    "none" | "" => Ok(()),
-    addr => addr
-        .parse::<std::net::SocketAddr>()
-        .map(drop)
-        .map_err(|_| format!("expected ip:port or `none`, got {value:?}")),
-});
+.checked(check_listen);
+
+/// The check of a listener address setting: `ip:port`, or `none` (or empty) for off.
+// `Check<String>` takes a `&String`.
+#[allow(clippy::ptr_arg)]
+pub fn check_listen(value: &String) -> Result<(), String> {
+    match value.trim() {
+        "none" | "" => Ok(()),
+        addr => addr
+            .parse::<std::net::SocketAddr>()
+            .map(drop)
+            .map_err(|_| format!("expected ip:port or `none`, got {value:?}")),
+    }
+}
 
 /// The write and read path of the engine.
 pub static ENGINE: &[&dyn AnySetting] = &[
