@@ -223,6 +223,8 @@ def test_import_mode_keeps_ids_and_readonly_refuses_writes(tmp_path):
     broker.start()
     try:
         url = f"http://127.0.0.1:{port}"
+        assert curl_json("GET", f"{url}/") == (200, {})
+        assert curl_json("GET", f"{url}/schemas/types") == (200, ["JSON", "PROTOBUF", "AVRO"])
         assert curl_json("PUT", f"{url}/mode", {"mode": "IMPORT"}) == (200, {"mode": "IMPORT"})
         status, body = curl_json("POST", f"{url}/subjects/imported/versions",
                                  {"schema": USER_V1, "id": 100, "version": 3})
