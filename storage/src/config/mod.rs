@@ -139,7 +139,10 @@ pub fn http_listen(resolved: &Resolved) -> HttpListen {
 
 /// A listener address setting checked by [`s::check_listen`]: off, its default (skipped when
 /// taken), or set explicitly (must bind).
-pub fn listen_setting(resolved: &Resolved, setting: &crate::settings::Setting<String>) -> HttpListen {
+pub fn listen_setting(
+    resolved: &Resolved,
+    setting: &crate::settings::Setting<String>,
+) -> HttpListen {
     let value = resolved.get(setting);
     let Ok(addr) = value.trim().parse() else {
         // `none` or empty: the check let nothing else through.

@@ -8,9 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use storage::topics::{
-    all_configs, broker_setting, ConfigDef, ConfigType, Effect, TopicDefaults,
-};
+use storage::topics::{all_configs, broker_setting, ConfigDef, ConfigType, Effect, TopicDefaults};
 
 /// Kafka's config source codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
