@@ -8,40 +8,48 @@ use parquet::schema::types::Type;
 
 use super::CompactedError;
 
-/// One row per Kafka record. Leaf column order matters: writer and reader follow it.
+/// One row per Kafka record. Leaf column order matters: writer and reader follow it. The
+/// `= n` are Parquet field ids: the ids of the same columns in the topic's Iceberg table
+/// (`tables` crate), which engines match by id, not by name. Never renumber. `partition` (the
+/// same value in every row, a few bytes once encoded) is last: files written before it have
+/// the 20 columns above it, which is all the Kafka reader reads.
 const SCHEMA: &str = "
 message kafka_record {
-  required int64 offset;
-  required int64 timestamp;
-  required int32 timestamp_type;
-  optional binary key;
-  optional binary value;
-  optional group headers (LIST) {
+  required int64 offset = 2;
+  required int64 timestamp = 3;
+  required int32 timestamp_type = 4;
+  optional binary key = 5;
+  optional binary value = 6;
+  optional group headers (LIST) = 7 {
     repeated group list {
-      required group element {
-        required binary key (STRING);
-        optional binary value;
+      required group element = 8 {
+        required binary key (STRING) = 9;
+        optional binary value = 10;
       }
     }
   }
-  required int64 timestamp_delta;
-  required int32 record_attributes;
-  required int64 batch_base_offset;
-  required int32 batch_last_offset_delta;
-  required int64 batch_base_timestamp;
-  required int64 batch_max_timestamp;
-  required int32 batch_attributes;
-  required int32 partition_leader_epoch;
-  required int64 producer_id;
-  required int32 producer_epoch;
-  required int32 base_sequence;
-  required boolean is_transactional;
-  required boolean is_control;
+  required int64 timestamp_delta = 11;
+  required int32 record_attributes = 12;
+  required int64 batch_base_offset = 13;
+  required int32 batch_last_offset_delta = 14;
+  required int64 batch_base_timestamp = 15;
+  required int64 batch_max_timestamp = 16;
+  required int32 batch_attributes = 17;
+  required int32 partition_leader_epoch = 18;
+  required int64 producer_id = 19;
+  required int32 producer_epoch = 20;
+  required int32 base_sequence = 21;
+  required boolean is_transactional = 22;
+  required boolean is_control = 23;
+  required int32 partition = 1;
 }";
 
-pub(crate) const LEAF_COLUMNS: usize = 20;
+pub(crate) const LEAF_COLUMNS: usize = 21;
+/// Leaf columns of files written before the `partition` column.
+pub(crate) const LEAF_COLUMNS_WITHOUT_PARTITION: usize = 20;
 
-pub(crate) fn schema() -> Result<Arc<Type>, CompactedError> {
+/// The Parquet schema of every compacted file, field ids included.
+pub fn schema() -> Result<Arc<Type>, CompactedError> {
     Ok(Arc::new(parse_message_type(SCHEMA)?))
 }
 

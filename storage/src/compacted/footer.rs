@@ -7,7 +7,7 @@ use parquet::file::metadata::{FooterTail, ParquetMetaData, ParquetMetaDataReader
 use parquet::file::statistics::Statistics;
 use parquet::file::FOOTER_SIZE;
 
-use super::columns::LEAF_COLUMNS;
+use super::columns::{LEAF_COLUMNS, LEAF_COLUMNS_WITHOUT_PARTITION};
 use super::{CompactedError, FORMAT_VERSIONS_READ, FORMAT_VERSION_KEY};
 use crate::cache::Weigh;
 
@@ -159,7 +159,8 @@ fn check_layout(metadata: &ParquetMetaData) -> Result<(), CompactedError> {
             "unsupported compacted format version {version:?}"
         )));
     }
-    if meta.schema_descr().num_columns() != LEAF_COLUMNS {
+    let columns = meta.schema_descr().num_columns();
+    if columns != LEAF_COLUMNS && columns != LEAF_COLUMNS_WITHOUT_PARTITION {
         return Err(bad("unexpected column count".into()));
     }
     Ok(())

@@ -11,6 +11,7 @@ pub mod reader;
 mod row_group;
 pub mod writer;
 
+pub use columns::schema;
 pub use error::CompactedError;
 pub use footer::{Footer, ParsedTail, RowGroupSpan, FOOTER_PREFETCH_BYTES};
 pub use reader::{decode_group, read_batches, RebuildOptions, RebuiltBatches, RebuiltGroup};

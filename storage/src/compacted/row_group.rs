@@ -63,10 +63,12 @@ fn push_nullable(values: &mut Vec<ByteArray>, defs: &mut Vec<i16>, v: Option<&By
     }
 }
 
-/// Writes the buffered rows as one row group, columns in schema order.
+/// Writes the buffered rows as one row group, columns in schema order; every row is of
+/// Kafka partition `partition`.
 pub(super) fn write_group(
     writer: &mut SerializedFileWriter<Vec<u8>>,
     c: &Columns,
+    partition: i32,
 ) -> Result<(), CompactedError> {
     let mut rg = writer.next_row_group()?;
     column::<Int64Type>(&mut rg, &c.offset, None, None)?;
@@ -99,6 +101,7 @@ pub(super) fn write_group(
     column::<Int32Type>(&mut rg, &c.base_sequence, None, None)?;
     column::<BoolType>(&mut rg, &c.is_transactional, None, None)?;
     column::<BoolType>(&mut rg, &c.is_control, None, None)?;
+    column::<Int32Type>(&mut rg, &vec![partition; c.offset.len()], None, None)?;
     rg.close()?;
     Ok(())
 }

@@ -64,6 +64,8 @@ pub struct FileWriter {
     // itself, never by looking at its sink.
     writer: SerializedFileWriter<Vec<u8>>,
     options: WriterOptions,
+    /// The Kafka partition of the stream (its id ends in `-<partition>`), or -1.
+    partition: i32,
     group: Columns,
     group_bytes: usize,
     batches: Vec<BatchMeta>,
@@ -72,6 +74,14 @@ pub struct FileWriter {
     max_timestamp: i64,
     output_bytes: u64,
     output_crc32c: u32,
+}
+
+/// The partition a stream id names (`<topic id>-<partition>`); -1 for another form.
+fn partition_of(stream: &str) -> i32 {
+    stream
+        .rsplit_once('-')
+        .and_then(|(_, p)| p.parse().ok())
+        .unwrap_or(-1)
 }
 
 impl FileWriter {
@@ -104,6 +114,7 @@ impl FileWriter {
         Ok(FileWriter {
             writer,
             options: options.clone(),
+            partition: partition_of(stream),
             group: Columns::default(),
             group_bytes: 0,
             batches: Vec::new(),
@@ -156,7 +167,11 @@ impl FileWriter {
             if self.group.offset.len() >= self.options.row_group_rows_target
                 || self.group_bytes >= self.options.row_group_bytes_target
             {
-                write_group(&mut self.writer, &std::mem::take(&mut self.group))?;
+                write_group(
+                    &mut self.writer,
+                    &std::mem::take(&mut self.group),
+                    self.partition,
+                )?;
                 self.group_bytes = 0;
             }
         }
@@ -191,7 +206,11 @@ impl FileWriter {
         if self.group.offset.len() >= self.options.row_group_rows_target
             || self.group_bytes >= self.options.row_group_bytes_target
         {
-            write_group(&mut self.writer, &std::mem::take(&mut self.group))?;
+            write_group(
+                &mut self.writer,
+                &std::mem::take(&mut self.group),
+                self.partition,
+            )?;
             self.group_bytes = 0;
         }
         Ok(())
@@ -235,7 +254,11 @@ impl FileWriter {
     /// the file) and the metadata of the whole file.
     pub fn finish(mut self) -> Result<(Bytes, WrittenMeta), CompactedError> {
         if !self.group.offset.is_empty() {
-            write_group(&mut self.writer, &std::mem::take(&mut self.group))?;
+            write_group(
+                &mut self.writer,
+                &std::mem::take(&mut self.group),
+                self.partition,
+            )?;
         }
         self.writer.finish()?;
         let tail = self.take_output()?;
