@@ -5,6 +5,7 @@
 //! `/metrics` with HTTP Basic authentication ([`access`]).
 
 pub mod access;
+pub mod router;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

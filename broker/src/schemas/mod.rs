@@ -56,7 +56,7 @@ pub async fn start(
         access: Arc::new(access) as Arc<dyn Access>,
     });
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let server = match Server::bind(addr, api::router(api), tls).await {
+    let server = match Server::bind("schema_registry_listen", addr, api::router(api), tls).await {
         Ok(server) => server,
         Err(error) if !explicit => {
             tracing::warn!(%error, "no schema registry: its default address is taken; set schema_registry_listen");

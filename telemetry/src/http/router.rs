@@ -1,16 +1,15 @@
-//! The registry's listener (`schema_registry_listen`): HTTP/1.1 over hyper with the API's
-//! router, TLS when the broker gives a certificate, and the same bounds as the metrics
-//! listener: at most [`CONNECTIONS_MAX`] connections, a header read timeout, a cap on each
-//! connection's life and on each request's time.
+//! A listener serving an axum router (the schema registry's, the Iceberg REST catalog's):
+//! HTTP/1.1 over hyper, TLS when the process gives a certificate, and bounds: at most
+//! [`CONNECTIONS_MAX`] connections, a header read timeout, a cap on each connection's life.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::TlsSource;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use telemetry::http::TlsSource;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
@@ -24,14 +23,17 @@ const CONNECTION_LIFETIME_MAX: Duration = Duration::from_secs(300);
 pub struct Peer(pub SocketAddr);
 
 #[derive(Debug, thiserror::Error)]
-#[error("cannot listen on {addr} (schema_registry_listen): {source}")]
+#[error("cannot listen on {addr} ({setting}): {source}")]
 pub struct BindError {
     addr: SocketAddr,
+    setting: &'static str,
     source: std::io::Error,
 }
 
-/// A bound registry listener.
+/// A bound listener.
 pub struct Server {
+    /// The setting that names the address, in errors and logs.
+    setting: &'static str,
     listener: TcpListener,
     router: Router,
     tls: Option<Arc<dyn TlsSource>>,
@@ -39,14 +41,18 @@ pub struct Server {
 
 impl Server {
     pub async fn bind(
+        setting: &'static str,
         addr: SocketAddr,
         router: Router,
         tls: Option<Arc<dyn TlsSource>>,
     ) -> Result<Server, BindError> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| BindError { addr, source })?;
+        let listener = TcpListener::bind(addr).await.map_err(|source| BindError {
+            addr,
+            setting,
+            source,
+        })?;
         Ok(Server {
+            setting,
             listener,
             router,
             tls,
@@ -68,13 +74,13 @@ impl Server {
             let (stream, peer) = match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
-                    tracing::warn!(%error, "schema registry accept failed");
+                    tracing::warn!(listener = self.setting, %error, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             };
             let Ok(permit) = permits.clone().try_acquire_owned() else {
-                tracing::debug!(%peer, "schema registry connection refused: too many open");
+                tracing::debug!(listener = self.setting, %peer, "connection refused: too many open");
                 continue;
             };
             let (router, tls) = (self.router.clone(), self.tls.clone());
@@ -99,8 +105,8 @@ async fn connection(
     let handshake = tokio::time::timeout(tls.handshake_timeout(), tls.acceptor().accept(stream));
     match handshake.await {
         Ok(Ok(stream)) => serve(stream, peer, router).await,
-        Ok(Err(error)) => tracing::debug!(%peer, %error, "schema registry tls handshake failed"),
-        Err(_) => tracing::debug!(%peer, "schema registry tls handshake timed out"),
+        Ok(Err(error)) => tracing::debug!(%peer, %error, "http tls handshake failed"),
+        Err(_) => tracing::debug!(%peer, "http tls handshake timed out"),
     }
 }
 

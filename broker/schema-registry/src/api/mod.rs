@@ -6,7 +6,7 @@ pub mod access;
 mod bodies;
 mod config;
 mod schemas;
-pub mod server;
+pub use telemetry::http::router as server;
 mod subjects;
 
 use std::sync::Arc;
