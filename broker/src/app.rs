@@ -46,7 +46,7 @@ pub enum StartError {
     #[error("cannot load consumer groups: {0}")]
     Groups(#[from] crate::groups::store::StoreError),
     #[error(transparent)]
-    SchemaRegistry(#[from] schema_registry::api::server::BindError),
+    HttpListener(#[from] telemetry::http::router::BindError),
     #[error("listener {listener}: cannot listen on {addr}: {source}")]
     Bind {
         listener: String,
@@ -73,6 +73,8 @@ pub struct Running {
     /// The schema registry's listener, when it is bound.
     pub schema_registry_addr: Option<SocketAddr>,
     schema_registry: Option<JoinHandle<()>>,
+    pub iceberg_catalog_addr: Option<SocketAddr>,
+    iceberg_catalog: Option<JoinHandle<()>>,
     tls_reload: Option<JoinHandle<()>>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<()>,
@@ -239,12 +241,23 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     let (http_addr, http) = http.unzip();
     let registry = crate::schemas::start(&broker, registry_tls, shutdown_rx.clone()).await?;
     let (schema_registry_addr, schema_registry) = registry.unzip();
+    let catalog = crate::tables::start(
+        &broker,
+        objects.clone(),
+        coordination_meta.clone(),
+        &object_url,
+        shutdown_rx.clone(),
+    )
+    .await?;
+    let (iceberg_catalog_addr, iceberg_catalog) = catalog.unzip();
     let server = tokio::spawn(server::run(bound, broker.clone(), shutdown_rx));
     Ok(Running {
         http_addr,
         http,
         schema_registry_addr,
         schema_registry,
+        iceberg_catalog_addr,
+        iceberg_catalog,
         local_addr,
         listeners,
         tls_reload,
@@ -280,7 +293,10 @@ impl Running {
         if let Some(reload) = self.tls_reload {
             let _ = reload.await;
         }
-        for task in [self.http, self.schema_registry].into_iter().flatten() {
+        for task in [self.http, self.schema_registry, self.iceberg_catalog]
+            .into_iter()
+            .flatten()
+        {
             let _ = task.await;
         }
         if let Some(compaction) = self.compaction {

@@ -24,6 +24,7 @@ pub mod server;
 pub mod slots;
 pub mod stats;
 pub mod storage_errors;
+pub mod tables;
 pub mod tls;
 pub mod topic_names;
 pub mod transactions;

@@ -16,6 +16,8 @@ pub enum CompactorError {
     /// Data read back did not match what the index promised; the range is left as it is.
     #[error("corrupt: {0}")]
     Corrupt(String),
+    #[error("iceberg table: {0}")]
+    Table(#[from] tables::TableError),
     /// Another process changed the index of the stream meanwhile; retry on the next pass.
     #[error("index of {0} changed during the swap")]
     Conflict(String),

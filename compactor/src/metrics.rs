@@ -79,6 +79,10 @@ pub fn register() {
     LazyLock::force(&METRICS);
     LazyLock::force(&TASKS);
     LazyLock::force(&BACKLOG);
+    LazyLock::force(&TABLE_COMMITS);
+    LazyLock::force(&TABLE_COMMIT_FAILURES);
+    LazyLock::force(&TABLE_SYNCED);
+    LazyLock::force(&TABLE_COMMIT_MS);
 }
 
 /// A compacted file of `bytes` was made visible.
@@ -110,4 +114,78 @@ pub fn spawn_task_sampler(meta: Arc<dyn MetaStore>) -> tokio::task::JoinHandle<(
             tokio::time::sleep(TASK_SAMPLE_INTERVAL).await;
         }
     })
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TopicLabels {
+    topic: String,
+}
+
+/// Topics with a label of their own; the rest share [`OTHER_TOPICS`], so a cluster of many
+/// table topics cannot grow the registry without bound.
+const TABLE_TOPIC_LABELS_MAX: usize = 1_000;
+const OTHER_TOPICS: &str = "_other";
+static LABELLED: LazyLock<std::sync::Mutex<std::collections::HashSet<String>>> =
+    LazyLock::new(Default::default);
+
+fn topic_label(topic: &str) -> TopicLabels {
+    let mut labelled = LABELLED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let own = labelled.contains(topic)
+        || (labelled.len() < TABLE_TOPIC_LABELS_MAX && labelled.insert(topic.to_string()));
+    TopicLabels {
+        topic: if own { topic } else { OTHER_TOPICS }.to_string(),
+    }
+}
+
+static TABLE_COMMITS: LazyLock<Family<TopicLabels, Counter>> = LazyLock::new(|| {
+    telemetry::counter_family(
+        "diskless_table_commits",
+        "Iceberg snapshots the compactor committed, by topic",
+    )
+});
+
+static TABLE_COMMIT_FAILURES: LazyLock<Family<TopicLabels, Counter>> = LazyLock::new(|| {
+    telemetry::counter_family(
+        "diskless_table_commit_failures",
+        "Iceberg table commits that failed (retried on the next pass), by topic",
+    )
+});
+
+static TABLE_SYNCED: LazyLock<Family<TopicLabels, Gauge>> = LazyLock::new(|| {
+    telemetry::gauge_family(
+        "diskless_table_synced_timestamp_ms",
+        "When the topic's table was last found or made equal to its compacted files (table lag = now - this)",
+    )
+});
+
+static TABLE_COMMIT_MS: LazyLock<Gauge> = LazyLock::new(|| {
+    telemetry::gauge(
+        "diskless_table_last_commit_duration_ms",
+        "How long the last Iceberg table commit took (manifest, manifest list, metadata, pointer swap)",
+    )
+});
+
+/// A table commit (or a check that found nothing to commit) succeeded at `now_ms`.
+pub(crate) fn table_synced(topic: &str, now_ms: u64, committed: Option<Duration>) {
+    if !telemetry::enabled() {
+        return;
+    }
+    let label = topic_label(topic);
+    TABLE_SYNCED
+        .get_or_create(&label)
+        .set(i64::try_from(now_ms).unwrap_or(i64::MAX));
+    if let Some(took) = committed {
+        TABLE_COMMITS.get_or_create(&label).inc();
+        TABLE_COMMIT_MS.set(i64::try_from(took.as_millis()).unwrap_or(i64::MAX));
+    }
+}
+
+pub(crate) fn table_commit_failed(topic: &str) {
+    if telemetry::enabled() {
+        TABLE_COMMIT_FAILURES
+            .get_or_create(&topic_label(topic))
+            .inc();
+    }
 }

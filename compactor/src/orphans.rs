@@ -2,7 +2,9 @@
 //! the PUT and before the swap, and the range was later compacted under another name, or the
 //! task was dropped). Such a file is first MARKED in the coordination store; it is deleted only
 //! if it is still unreferenced a grace period after it was both written and marked (in-flight
-//! reads and a slow swap finish first), and never while a task of its stream is RUNNING.
+//! reads and a slow swap finish first), and never while a task of its stream is RUNNING, nor
+//! while an Iceberg table's current snapshot lists it (retention or key compaction dropped it
+//! from the index, and the table commit that drops it too has not succeeded yet).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -45,7 +47,13 @@ pub struct OrphanSweeper<'a> {
 
 impl OrphanSweeper<'_> {
     /// One sweep; returns how many files were deleted.
-    pub async fn run(&self, tasks: &[Task], now_ms: u64) -> Result<u64, CompactorError> {
+    /// `table_files`: object keys the tables' current snapshots list.
+    pub async fn run(
+        &self,
+        tasks: &[Task],
+        table_files: &HashSet<String>,
+        now_ms: u64,
+    ) -> Result<u64, CompactorError> {
         let files = self.list_files().await?;
         let busy: HashSet<&str> = tasks
             .iter()
@@ -61,7 +69,7 @@ impl OrphanSweeper<'_> {
             for file in files {
                 let mark = mark_key(&file.key);
                 let marked_ms = marks.remove(&mark);
-                if referenced.contains(&file.key) {
+                if referenced.contains(&file.key) || table_files.contains(&file.key) {
                     if marked_ms.is_some() {
                         // A replay swapped it in after it was marked.
                         self.unmark(&mark).await?;
@@ -277,19 +285,65 @@ mod tests {
         let sweeper = env.sweeper();
 
         // Too young: a swap may still be on its way.
-        assert_eq!(sweeper.run(&[], written_ms).await.unwrap(), 0);
+        assert_eq!(
+            sweeper.run(&[], &HashSet::new(), written_ms).await.unwrap(),
+            0
+        );
         assert!(!env.marked(&orphan).await);
 
         let t = written_ms + 2 * GRACE_MS;
-        assert_eq!(sweeper.run(&[], t).await.unwrap(), 0);
+        assert_eq!(sweeper.run(&[], &HashSet::new(), t).await.unwrap(), 0);
         assert!(env.marked(&orphan).await && env.exists(&orphan).await);
-        assert_eq!(sweeper.run(&[], t + GRACE_MS - 1).await.unwrap(), 0);
+        assert_eq!(
+            sweeper
+                .run(&[], &HashSet::new(), t + GRACE_MS - 1)
+                .await
+                .unwrap(),
+            0
+        );
         assert!(env.exists(&orphan).await);
 
-        assert_eq!(sweeper.run(&[], t + GRACE_MS).await.unwrap(), 1);
+        assert_eq!(
+            sweeper
+                .run(&[], &HashSet::new(), t + GRACE_MS)
+                .await
+                .unwrap(),
+            1
+        );
         assert!(!env.exists(&orphan).await && !env.marked(&orphan).await);
         assert!(env.exists(&referenced).await, "a referenced file is kept");
         assert!(!env.marked(&referenced).await);
+    }
+
+    #[tokio::test]
+    async fn a_file_a_table_still_lists_is_kept_until_the_table_drops_it() {
+        let env = env().await;
+        let dropped = env.file(0, 7).await;
+        let listed: HashSet<String> = [dropped.clone()].into();
+        let late = storage::clock::system_now_ms() + 100 * GRACE_MS;
+        let sweeper = env.sweeper();
+        for step in 0..3 {
+            assert_eq!(
+                sweeper
+                    .run(&[], &listed, late + step * GRACE_MS)
+                    .await
+                    .unwrap(),
+                0
+            );
+            assert!(env.exists(&dropped).await && !env.marked(&dropped).await);
+        }
+        // The table committed without it: now the usual mark and grace period apply.
+        let none = HashSet::new();
+        assert_eq!(
+            sweeper.run(&[], &none, late + 3 * GRACE_MS).await.unwrap(),
+            0
+        );
+        assert!(env.marked(&dropped).await);
+        assert_eq!(
+            sweeper.run(&[], &none, late + 4 * GRACE_MS).await.unwrap(),
+            1
+        );
+        assert!(!env.exists(&dropped).await);
     }
 
     #[tokio::test]
@@ -311,7 +365,7 @@ mod tests {
             let now = late + step * GRACE_MS;
             assert_eq!(
                 sweeper
-                    .run(std::slice::from_ref(&running), now)
+                    .run(std::slice::from_ref(&running), &HashSet::new(), now)
                     .await
                     .unwrap(),
                 0
@@ -321,13 +375,16 @@ mod tests {
         // A running task of another stream does not protect it.
         assert_eq!(
             sweeper
-                .run(std::slice::from_ref(&other_stream), late)
+                .run(std::slice::from_ref(&other_stream), &HashSet::new(), late)
                 .await
                 .unwrap(),
             0
         );
         assert!(env.marked(&orphan).await);
-        let deleted = sweeper.run(&[other_stream], late + GRACE_MS).await.unwrap();
+        let deleted = sweeper
+            .run(&[other_stream], &HashSet::new(), late + GRACE_MS)
+            .await
+            .unwrap();
         assert_eq!(deleted, 1);
     }
 
@@ -337,10 +394,16 @@ mod tests {
         let file = env.file(0, 10).await;
         let late = storage::clock::system_now_ms() + 100 * GRACE_MS;
         let sweeper = env.sweeper();
-        sweeper.run(&[], late).await.unwrap();
+        sweeper.run(&[], &HashSet::new(), late).await.unwrap();
         assert!(env.marked(&file).await);
         env.reference(&file, 10).await;
-        assert_eq!(sweeper.run(&[], late + 10 * GRACE_MS).await.unwrap(), 0);
+        assert_eq!(
+            sweeper
+                .run(&[], &HashSet::new(), late + 10 * GRACE_MS)
+                .await
+                .unwrap(),
+            0
+        );
         assert!(env.exists(&file).await && !env.marked(&file).await);
     }
 }

@@ -39,6 +39,8 @@ pub struct PassReport {
     pub staging_files_removed: u64,
     /// Key compaction of compacted topics this pass.
     pub keyed: crate::keyed::KeyedReport,
+    /// Iceberg table commits this pass.
+    pub tables: crate::tables::TablesReport,
 }
 
 /// How often a local folder is walked for abandoned staging files (a walk visits every file).
@@ -192,6 +194,16 @@ impl Compactor {
             clock: self.clock.as_ref(),
         };
         report.keyed = crate::keyed::compact_topics(&keyed, &self.coord_meta).await;
+        // Tables after every index change of the pass, before the sweep that deletes files.
+        let tables = tables::TableStore {
+            objects: self.objects.clone(),
+            meta: self.coord_meta.clone(),
+            base_url: self.config.table_base_url.clone(),
+        };
+        let now_ms = self.clock.now_ms();
+        report.tables =
+            crate::tables::sync_all(&tables, &self.index_meta, &self.config, now_ms).await;
+        let table_files = tables.referenced_keys().await?;
         let sweeper = OrphanSweeper {
             objects: &self.objects,
             index_meta: &self.index_meta,
@@ -203,7 +215,9 @@ impl Compactor {
         }
         .list()
         .await?;
-        report.orphans_deleted = sweeper.run(&tasks, self.clock.now_ms()).await?;
+        report.orphans_deleted = sweeper
+            .run(&tasks, &table_files, self.clock.now_ms())
+            .await?;
         let reclaimer = Reclaimer {
             objects: &self.objects,
             meta: &self.index_meta,

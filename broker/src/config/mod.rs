@@ -30,6 +30,7 @@ pub struct Config {
     pub http_basic_auth: bool,
     /// The schema registry's listener.
     pub schema_registry: crate::schemas::RegistryListenConfig,
+    pub iceberg_catalog: crate::tables::CatalogConfig,
     /// How client byte rates are measured for quotas.
     pub quota_window: crate::quotas::rate::QuotaWindow,
     /// The transaction coordinator's timeouts.
@@ -177,6 +178,7 @@ impl Config {
             http_tls,
             http_basic_auth: r.get(&crate::metrics::settings::HTTP_BASIC_AUTH),
             schema_registry: crate::schemas::RegistryListenConfig::from_settings(r),
+            iceberg_catalog: crate::tables::CatalogConfig::from_settings(r),
             transactions: crate::transactions::TxnConfig {
                 max_timeout_ms: r.get(&crate::transactions::settings::TRANSACTION_MAX_TIMEOUT_MS),
                 id_expiration_ms: r.get(&crate::transactions::settings::TRANSACTIONAL_ID_EXPIRATION_MS),

@@ -66,6 +66,10 @@ pub fn schema() -> Schema {
             "Schema registry",
             crate::schemas::settings::SCHEMA_REGISTRY.iter().copied(),
         )
+        .group(
+            "Iceberg tables",
+            crate::tables::settings::ICEBERG.iter().copied(),
+        )
         .group("Topics", TOPICS.iter().copied())
         .group("Connections", CONNECTIONS.iter().copied())
         .group("Authorization", AUTHORIZATION.iter().copied())

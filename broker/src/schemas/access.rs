@@ -61,7 +61,8 @@ impl RegistryAccess {
         RegistryAccess { broker, basic_auth }
     }
 
-    async fn login(
+    /// The caller of these credentials (the Iceberg catalog logs in the same way).
+    pub(crate) async fn login(
         &self,
         credentials: Option<BasicCredentials>,
         peer: SocketAddr,

@@ -44,6 +44,8 @@ pub struct CompactorConfig {
     pub topic_defaults: storage::topics::TopicDefaults,
     /// Budget of a key compaction's key index (Kafka's `log.cleaner.dedupe.buffer.size`).
     pub dedupe_buffer_bytes: u64,
+    /// Absolute URL of the object store's root, as Iceberg tables name their files.
+    pub table_base_url: String,
 }
 
 impl Default for CompactorConfig {
@@ -68,6 +70,7 @@ impl Default for CompactorConfig {
             cpu_work_inline: false,
             topic_defaults: storage::topics::TopicDefaults::kafka(),
             dedupe_buffer_bytes: s::LOG_CLEANER_DEDUPE_BUFFER_SIZE.default,
+            table_base_url: "memory://".into(),
         }
     }
 }
@@ -94,6 +97,7 @@ impl CompactorConfig {
             local_folder: storage::objects::local_folder(object_store_url),
             topic_defaults: storage::settings::topic_defaults(resolved)?,
             dedupe_buffer_bytes: resolved.get(&s::LOG_CLEANER_DEDUPE_BUFFER_SIZE),
+            table_base_url: tables::base_url(object_store_url),
             ..CompactorConfig::default()
         })
     }

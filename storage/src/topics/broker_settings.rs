@@ -338,6 +338,16 @@ pub const BROKER_SETTINGS: &[BrokerSetting] = &[
         unit: Unit::Same,
         doc: broker::LOG_LOCAL_RETENTION_BYTES,
     },
+    // Not Kafka's: the default of this broker's `iceberg.enable`.
+    BrokerSetting {
+        name: "iceberg.enable.default",
+        topic_config: "iceberg.enable",
+        config_type: ConfigType::Boolean,
+        default: Some("false"),
+        validator: Validator::None,
+        unit: Unit::Same,
+        doc: "The default `iceberg.enable` of topics without an override: true makes every topic an Iceberg table.",
+    },
 ];
 
 /// The broker setting by its Kafka name.

@@ -38,6 +38,8 @@ pub struct TopicConfig {
     pub compaction: CompactionConfig,
     /// `confluent.{key,value}.schema.validation` with their subject name strategies.
     pub schema_validation: SchemaValidation,
+    /// `iceberg.enable`: the topic is also an Iceberg table.
+    pub iceberg_enable: bool,
 }
 
 /// The key-compaction configs of a topic (Kafka's log cleaner settings).
@@ -129,6 +131,7 @@ impl TopicConfig {
                 min_cleanable_dirty_ratio_ppm: 500_000,
             },
             schema_validation: SchemaValidation::OFF,
+            iceberg_enable: false,
         })
     }
 
@@ -164,6 +167,7 @@ impl TopicConfig {
                 min_cleanable_dirty_ratio_ppm: ppm(&get("min.cleanable.dirty.ratio")?),
             },
             schema_validation: schema_validation(&get)?,
+            iceberg_enable: matches!(get("iceberg.enable")?, Value::Boolean(true)),
         })
     }
 }

@@ -16,6 +16,8 @@ pub enum Effect {
     Retention,
     /// The compactor applies it when it compacts a partition by key (compacted topics).
     Compaction,
+    /// The compactor commits the topic's Parquet files to its Iceberg table (`tables` crate).
+    Table,
     /// Accepted, validated, stored and described, but it means nothing on shared object
     /// storage; the reason is documented.
     None(&'static str),
@@ -392,9 +394,29 @@ pub fn definition(name: &str) -> Option<&'static ConfigDef> {
     all_configs().find(|d| d.name == name)
 }
 
-/// Kafka's topic configs in their order, then the Confluent Server ones honoured here.
+/// Kafka's topic configs in their order, then the Confluent Server ones honoured here, then
+/// this broker's own (`iceberg.enable`).
 pub fn all_configs() -> impl Iterator<Item = &'static ConfigDef> {
     TOPIC_CONFIGS
         .iter()
         .chain(super::confluent::CONFLUENT_CONFIGS)
+        .chain(ICEBERG_CONFIGS)
 }
+
+/// Whether `name` is a config Kafka does not have (Confluent Server's or ours): described only
+/// when set, so that a topic without them is described exactly as Kafka describes it.
+pub fn is_extension(name: &str) -> bool {
+    super::confluent::is_confluent(name) || ICEBERG_CONFIGS.iter().any(|d| d.name == name)
+}
+
+/// The topic is also an Iceberg table (`docs/iceberg.md`).
+pub const ICEBERG_CONFIGS: &[ConfigDef] = &[ConfigDef {
+    name: "iceberg.enable",
+    config_type: ConfigType::Boolean,
+    default: Some("false"),
+    validator: Validator::None,
+    synonyms: &["iceberg.enable.default"],
+    effect: Effect::Table,
+    internal: false,
+    doc: "True if the topic is also an Iceberg table `<namespace>.<topic>` whose data files are the compactor's Parquet files, committed by each compaction pass and served by the broker's Iceberg REST catalog.",
+}];

@@ -23,7 +23,9 @@ pub use config::{
     effective_value, CleanupPolicy, CompactionConfig, TimestampType, TopicCompression, TopicConfig,
 };
 pub use defaults::{DefaultValue, TopicDefaults};
-pub use defs::{all_configs, definition, ConfigDef, Effect, TOPIC_CONFIGS};
+pub use defs::{
+    all_configs, definition, is_extension, ConfigDef, Effect, ICEBERG_CONFIGS, TOPIC_CONFIGS,
+};
 pub use record::*;
 pub use table::{broker_settings_table, topic_configs_table};
 pub use validate::{validate_override, validate_overrides};

@@ -16,6 +16,7 @@ pub fn topic_configs_table() -> String {
             Effect::Produce => "**honoured** by the broker on produce".to_string(),
             Effect::Retention => "**honoured** by the compactor (retention)".to_string(),
             Effect::Compaction => "**honoured** by the compactor (key compaction)".to_string(),
+            Effect::Table => "**honoured** by the compactor (Iceberg table commits)".to_string(),
             Effect::None(why) => format!("accepted, stored, described; no effect: {why}"),
         };
         let here = if def.name == "cleanup.policy" {

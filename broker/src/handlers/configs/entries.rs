@@ -53,8 +53,9 @@ pub fn topic_entries(
                 .or_else(|| defaults.topic_default(def).value)?;
             // Confluent Server's configs are described when set only, so that a topic
             // without them is described exactly as Kafka describes it.
-            let extension = storage::topics::confluent::is_confluent(def.name);
-            if (def.internal || extension) && overridden.is_none() {
+            let extension = storage::topics::is_extension(def.name);
+            let broker_default = defaults.topic_default(def).from.is_some();
+            if (def.internal || (extension && !broker_default)) && overridden.is_none() {
                 return None;
             }
             let mut synonyms = broker_synonyms(def.synonyms, defaults);
@@ -116,6 +117,7 @@ fn topic_doc(def: &ConfigDef) -> String {
         Effect::Produce => "honoured by the broker on produce".to_string(),
         Effect::Retention => "honoured by the compactor's retention".to_string(),
         Effect::Compaction => "honoured by the compactor's key compaction".to_string(),
+        Effect::Table => "honoured by the compactor's Iceberg table commits".to_string(),
         Effect::None(why) => format!("accepted and stored, no effect: {why}"),
     };
     format!("{} (This broker: {here}.)", def.doc)

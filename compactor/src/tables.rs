@@ -1,0 +1,143 @@
+//! The pass's table step: each topic with `iceberg.enable` gets its Iceberg table committed to
+//! hold exactly the Parquet files its index holds (`tables::TableStore::sync`), after the
+//! rewrite and key compaction and before the orphan sweep, which never deletes a file a table
+//! still lists. Tables of topics deleted or no longer enabled leave the catalog.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use metastore::MetaStore;
+use storage::{stream, topics, FileType, IndexEntry};
+use tables::{catalog, LiveFile, Synced, TableStore};
+
+use crate::{CompactorConfig, CompactorError};
+
+const SCAN_PAGE_RECORDS: usize = 1024;
+
+/// What the table step did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TablesReport {
+    pub committed: u64,
+    pub unchanged: u64,
+    pub failed: u64,
+    pub dropped: u64,
+}
+
+pub async fn sync_all(
+    store: &TableStore,
+    index_meta: &Arc<dyn MetaStore>,
+    config: &CompactorConfig,
+    now_ms: u64,
+) -> TablesReport {
+    let mut report = TablesReport::default();
+    let all = match topics::list(store.meta.as_ref()).await {
+        Ok(all) => all,
+        Err(error) => {
+            tracing::warn!(%error, "cannot list topics for table commits");
+            report.failed += 1;
+            return report;
+        }
+    };
+    let mut enabled = HashSet::new();
+    for topic in &all {
+        match topic.record.config(&config.topic_defaults) {
+            Ok(c) if c.iceberg_enable => {}
+            Ok(_) => continue,
+            Err(error) => {
+                tracing::warn!(topic = %topic.name, %error, "skipping table commit: bad config");
+                continue;
+            }
+        }
+        enabled.insert(topic.name.clone());
+        let started = std::time::Instant::now();
+        let result = async {
+            let live = live_files(index_meta.as_ref(), &topic.record).await?;
+            let topic_id = topic.record.id.simple().to_string();
+            Ok::<_, CompactorError>(store.sync(&topic.name, &topic_id, &live, now_ms).await?)
+        }
+        .await;
+        match result {
+            Ok(Synced::Unchanged) => {
+                report.unchanged += 1;
+                crate::metrics::table_synced(&topic.name, now_ms, None);
+            }
+            Ok(Synced::Committed { .. }) => {
+                report.committed += 1;
+                crate::metrics::table_synced(&topic.name, now_ms, Some(started.elapsed()));
+            }
+            Err(error) => {
+                report.failed += 1;
+                crate::metrics::table_commit_failed(&topic.name);
+                tracing::warn!(topic = %topic.name, %error, "table commit failed; will retry");
+            }
+        }
+    }
+    report.dropped = drop_stale(store, &enabled).await;
+    report
+}
+
+/// Removes the catalog records of tables whose topic is gone or no longer a table; their
+/// files stay until the orphan sweep finds them unreferenced.
+async fn drop_stale(store: &TableStore, enabled: &HashSet<String>) -> u64 {
+    let tables = match catalog::list(store.meta.as_ref()).await {
+        Ok(tables) => tables,
+        Err(error) => {
+            tracing::warn!(%error, "cannot list tables");
+            return 0;
+        }
+    };
+    let mut dropped = 0;
+    for (topic, _) in tables.iter().filter(|(t, _)| !enabled.contains(t)) {
+        let removed = match catalog::get(store.meta.as_ref(), topic).await {
+            Ok(Some(v)) => catalog::remove(store.meta.as_ref(), topic, v.version_id).await,
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        match removed {
+            Ok(()) => {
+                dropped += 1;
+                tracing::info!(
+                    topic,
+                    "dropped table: its topic is gone or no longer a table"
+                );
+            }
+            Err(error) => tracing::warn!(topic, %error, "cannot drop table"),
+        }
+    }
+    dropped
+}
+
+/// Every PARQUET index entry of every partition of `topic`.
+async fn live_files(
+    meta: &dyn MetaStore,
+    topic: &topics::TopicRecord,
+) -> Result<Vec<LiveFile>, CompactorError> {
+    let mut out = Vec::new();
+    for partition in 0..topic.partitions.max(0) {
+        let s = topic.stream_id(partition);
+        let mut from = stream::index_range_start(&s);
+        let end = stream::index_range_end(&s);
+        loop {
+            let page = meta
+                .range_scan(&from, &end, Some(&s), SCAN_PAGE_RECORDS)
+                .await?;
+            let Some(last) = page.last() else { break };
+            from = format!("{}\u{1}", last.key);
+            let full = page.len() == SCAN_PAGE_RECORDS;
+            for r in page {
+                let entry = IndexEntry::decode(&r.value)?;
+                if entry.file_type == FileType::Parquet {
+                    out.push(LiveFile {
+                        object_key: entry.object_key,
+                        partition,
+                        file_size_bytes: u64::from(entry.byte_len),
+                    });
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
