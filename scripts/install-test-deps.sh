@@ -18,11 +18,19 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
+DUCKDB=1.5.5
 if [ ! -x "$ROOT/.venv/bin/python" ]; then
   python3 -m venv "$ROOT/.venv"
 fi
 if ! "$ROOT/.venv/bin/python" -c 'import pytest, confluent_kafka, kafka, aiokafka, lz4, snappy, zstandard, cramjam, duckdb, pyarrow' 2>/dev/null; then
-  "$ROOT/.venv/bin/pip" install -q pytest pyyaml confluent-kafka kafka-python aiokafka lz4 python-snappy zstandard cramjam duckdb pyarrow
+  "$ROOT/.venv/bin/pip" install -q pytest pyyaml confluent-kafka kafka-python aiokafka lz4 python-snappy zstandard cramjam "duckdb==$DUCKDB" pyarrow
+fi
+# Iceberg tables are judged by pyiceberg (REST and SQL catalogs) and by DuckDB's iceberg
+# extension, which PyPI packages per DuckDB release (with avro and httpfs, which it loads): the
+# extensions load only into the DuckDB of their version.
+if ! "$ROOT/.venv/bin/python" -c "import pyiceberg.catalog.sql, duckdb_extension_iceberg, duckdb_extension_avro, duckdb_extension_httpfs, duckdb; assert duckdb.__version__ == '$DUCKDB'" 2>/dev/null; then
+  "$ROOT/.venv/bin/pip" install -q "pyiceberg[sql-sqlite,pyarrow]==0.12.0" "duckdb==$DUCKDB" \
+    "duckdb-extension-iceberg==$DUCKDB" "duckdb-extension-avro==$DUCKDB" "duckdb-extension-httpfs==$DUCKDB"
 fi
 # confluent-kafka's Schema Registry client and its Avro, Protobuf and JSON Schema serializers.
 if ! "$ROOT/.venv/bin/python" -c 'import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, confluent_kafka.schema_registry.json_schema' 2>/dev/null; then

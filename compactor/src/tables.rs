@@ -51,7 +51,7 @@ pub async fn sync_all(
         enabled.insert(topic.name.clone());
         let started = std::time::Instant::now();
         let result = async {
-            let live = live_files(index_meta.as_ref(), &topic.record).await?;
+            let live = live_files(index_meta, &topic.record).await?;
             let topic_id = topic.record.id.simple().to_string();
             Ok::<_, CompactorError>(store.sync(&topic.name, &topic_id, &live, now_ms).await?)
         }
@@ -107,14 +107,19 @@ async fn drop_stale(store: &TableStore, enabled: &HashSet<String>) -> u64 {
     dropped
 }
 
-/// Every PARQUET index entry of every partition of `topic`.
+/// Every PARQUET index entry of every partition of `topic` that holds records at or above its
+/// partition's log start: a file wholly below it (retention, DeleteRecords) is no row of the
+/// table even while the index keeps its entry as the stream's last key.
 async fn live_files(
-    meta: &dyn MetaStore,
+    meta: &Arc<dyn MetaStore>,
     topic: &topics::TopicRecord,
 ) -> Result<Vec<LiveFile>, CompactorError> {
     let mut out = Vec::new();
     for partition in 0..topic.partitions.max(0) {
         let s = topic.stream_id(partition);
+        let log_start = storage::index::Index::new(meta.clone())
+            .trim_point(&s)
+            .await?;
         let mut from = stream::index_range_start(&s);
         let end = stream::index_range_end(&s);
         loop {
@@ -126,7 +131,9 @@ async fn live_files(
             let full = page.len() == SCAN_PAGE_RECORDS;
             for r in page {
                 let entry = IndexEntry::decode(&r.value)?;
-                if entry.file_type == FileType::Parquet {
+                let end_offset =
+                    stream::parse_index_key(&s, &r.key).map_or(u64::MAX, |(end, _)| end);
+                if entry.file_type == FileType::Parquet && end_offset > log_start {
                     out.push(LiveFile {
                         object_key: entry.object_key,
                         partition,

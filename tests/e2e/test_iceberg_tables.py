@@ -1,0 +1,193 @@
+"""Topics as Iceberg tables, judged by real engines: pyiceberg (REST catalog) and DuckDB with
+its packaged iceberg extension (ATTACH to the broker's REST catalog) read the same rows a
+read_committed consumer reads, from the very Parquet files the compactor wrote for Kafka.
+The tables are ours: every test here is skipped against the reference Kafka."""
+
+import glob
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                  ResourceType)
+
+from conftest import create_topic
+from targets import BrokerProcess, free_port
+from test_compacted_topics import compactor_once, live_view, produce_updates
+from waiting import wait_until
+
+FAST_COMPACTION = {"compaction.min.age.ms": "0", "compaction.grace.period.ms": "0",
+                   "compaction.interval.ms": "300"}
+
+
+def started(target, tmp_path, **settings) -> BrokerProcess:
+    if target != "ours":
+        pytest.skip("Iceberg tables are ours")
+    port = free_port()
+    b = BrokerProcess(target, tmp_path / "broker",
+                      settings={"iceberg.catalog.listen": f"127.0.0.1:{port}", **settings})
+    b.catalog_url = f"http://127.0.0.1:{port}"
+    b.start()
+    return b
+
+
+def rest_catalog(b):
+    from pyiceberg.catalog.rest import RestCatalog
+    return RestCatalog("ours", uri=b.catalog_url)
+
+
+def duckdb_attached(b):
+    import duckdb
+    import duckdb_extension_avro
+    import duckdb_extension_httpfs
+    import duckdb_extension_iceberg
+    con = duckdb.connect()
+    for ext in (duckdb_extension_httpfs, duckdb_extension_avro, duckdb_extension_iceberg):
+        con.load_extension(glob.glob(ext.__path__[0] + "/extensions/*/*.duckdb_extension")[0])
+    con.sql(f"ATTACH 'ours' AS lake (TYPE iceberg, ENDPOINT '{b.catalog_url}', AUTHORIZATION_TYPE 'none')")
+    return con
+
+
+def table_rows(b, topic: str) -> dict:
+    """(partition, offset) -> (key, value, headers) as pyiceberg reads the table."""
+    table = rest_catalog(b).load_table(f"kafka.{topic}")
+    rows = table.scan(selected_fields=("partition", "offset", "key", "value", "headers")).to_arrow().to_pylist()
+    return {(r["partition"], r["offset"]): (r["key"], r["value"], [(h["key"], h["value"]) for h in r["headers"]])
+            for r in rows}
+
+
+def table_count(b, topic: str) -> int:
+    from pyiceberg.exceptions import NoSuchTableError
+    try:
+        return rest_catalog(b).load_table(f"kafka.{topic}").scan().to_arrow().num_rows
+    except NoSuchTableError:
+        return -1
+
+
+def consume(bootstrap: str, topic: str, partitions: int) -> dict:
+    """(partition, offset) -> (key, value, headers) as a read_committed consumer reads them."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                  "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got, eof, deadline = {}, set(), time.monotonic() + 60
+    while len(eof) < partitions and time.monotonic() < deadline:
+        m = c.poll(1.0)
+        if m is None:
+            continue
+        if m.error():
+            eof.add(m.partition())
+            continue
+        got[(m.partition(), m.offset())] = (m.key(), m.value(), list(m.headers() or []))
+    c.close()
+    return got
+
+
+def produce(bootstrap: str, topic: str, count: int, partitions: int, codec: str) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5})
+    for i in range(count):
+        headers = [("n", str(i).encode())] if i % 3 else []
+        p.produce(topic, key=f"k{i}".encode(), value=None if i % 97 == 0 else f"v{i}".encode(),
+                  partition=i % partitions, headers=headers)
+    assert p.flush(30) == 0
+
+
+def test_a_topic_table_holds_exactly_the_records_a_consumer_reads_in_pyiceberg_and_duckdb(target, tmp_path):
+    b = started(target, tmp_path, **FAST_COMPACTION)
+    try:
+        topic = create_topic(b.bootstrap, f"e2e-ice-{uuid.uuid4().hex[:8]}", 3, {"iceberg.enable": "true"})
+        plain = create_topic(b.bootstrap, f"e2e-plain-{uuid.uuid4().hex[:8]}", 1)
+        produce(b.bootstrap, topic, 1500, 3, "zstd")
+        produce(b.bootstrap, plain, 10, 1, "none")
+        wait_until(lambda: table_count(b, topic) == 1500, 60, "the table to hold every record")
+        consumed = consume(b.bootstrap, topic, 3)
+        assert len(consumed) == 1500
+        assert table_rows(b, topic) == consumed
+
+        catalog = rest_catalog(b)
+        assert ("kafka", topic) in catalog.list_tables("kafka")
+        assert ("kafka", plain) not in catalog.list_tables("kafka"), "a topic without iceberg.enable"
+
+        # More records: a new snapshot appends the new files, the older snapshot stays.
+        produce(b.bootstrap, topic, 600, 3, "lz4")
+        wait_until(lambda: table_count(b, topic) == 2100, 60, "the table to hold the new records")
+        table = catalog.load_table(f"kafka.{topic}")
+        assert len(table.metadata.snapshots) >= 2
+        assert table_rows(b, topic) == consume(b.bootstrap, topic, 3)
+
+        con = duckdb_attached(b)
+        count, partitions, nulls, offsets = con.sql(
+            f'SELECT count(*), count(DISTINCT partition), count(*) FILTER (WHERE value IS NULL), '
+            f'sum("offset") FROM lake.kafka."{topic}"').fetchone()
+        assert (count, partitions) == (2100, 3)
+        assert nulls == sum(1 for _, v, _ in consumed.values() if v is None) + sum(
+            1 for i in range(600) if i % 97 == 0)
+        assert offsets == sum(o for _, o in table_rows(b, topic))
+        sample = con.sql(f'SELECT partition, "offset", key, value FROM lake.kafka."{topic}" '
+                         f'WHERE partition = 1 ORDER BY "offset" LIMIT 5').fetchall()
+        assert [(p, o, bytes(k), v and bytes(v)) for p, o, k, v in sample] == [
+            (1, o, consumed[(1, o)][0], consumed[(1, o)][1]) for o in range(5)]
+    finally:
+        b.stop()
+
+
+def test_a_compacted_topic_table_holds_what_the_compacted_log_holds(target, tmp_path):
+    b = started(target, tmp_path, compaction="false")
+    try:
+        topic = f"e2e-ice-compact-{uuid.uuid4().hex[:8]}"
+        config = {"cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+                  "delete.retention.ms": "100", "min.compaction.lag.ms": "0", "iceberg.enable": "true"}
+        create_topic(b.bootstrap, topic, 1, config)
+        produced = produce_updates(b.bootstrap, topic)
+        # Compact, then again once the tombstones' horizon passed: key compaction replaces
+        # files, and each pass's table commit swaps them in the table too.
+        for _ in range(4):
+            compactor_once(b.data_dir)
+            time.sleep(0.2)
+        consumed = consume(b.bootstrap, topic, 1)
+        rows = table_rows(b, topic)
+        assert rows == consumed
+        live = {k: v for k, (_, v) in live_view(produced).items() if v is not None}
+        # The latest row per key, as docs/iceberg.md queries it.
+        con = duckdb_attached(b)
+        latest = con.sql(f'SELECT key, value FROM lake.kafka."{topic}" '
+                         f'QUALIFY row_number() OVER (PARTITION BY key ORDER BY "offset" DESC) = 1').fetchall()
+        got = {bytes(k).decode(): bytes(v).decode() for k, v in latest if v is not None}
+        sentinel = max(produced)
+        assert {k: v for k, v in got.items() if k != produced[sentinel][0]} == {
+            k: v for k, v in live.items() if k != produced[sentinel][0]}
+    finally:
+        b.stop()
+
+
+def test_retention_drops_files_from_the_table_before_the_compactor_deletes_them(target, tmp_path):
+    b = started(target, tmp_path, compaction="false")
+    try:
+        topic = create_topic(b.bootstrap, f"e2e-ice-retention-{uuid.uuid4().hex[:8]}", 1,
+                             {"iceberg.enable": "true", "segment.ms": "100"})
+        produce(b.bootstrap, topic, 300, 1, "none")
+        time.sleep(0.3)
+        produce(b.bootstrap, topic, 200, 1, "none")
+        compactor_once(b.data_dir)
+        assert table_count(b, topic) == 500
+
+        def every_listed_file_exists() -> None:
+            table = rest_catalog(b).load_table(f"kafka.{topic}")
+            for task in table.scan().plan_files():
+                path = task.file.file_path.removeprefix("file://")
+                assert glob.glob(path), f"{path} is listed but gone"
+
+        every_listed_file_exists()
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        entry = ConfigEntry("retention.ms", "1", incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+        for _ in range(3):
+            compactor_once(b.data_dir)
+            every_listed_file_exists()
+        # Retention removed whole files: the table shows what the log still holds.
+        assert table_count(b, topic) == len(consume(b.bootstrap, topic, 1))
+        assert table_count(b, topic) < 500
+    finally:
+        b.stop()
