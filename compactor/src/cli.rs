@@ -104,7 +104,7 @@ impl Cli {
         let loaded = schema().load(command(), args, env)?;
         let resolved = loaded.resolved;
         let location = Location::from_settings(&resolved)?;
-        let config = CompactorConfig::from_settings(&resolved, &location.object_store_url)?;
+        let config = CompactorConfig::from_settings(&resolved, &location)?;
         Ok(Cli {
             mode: loaded.mode,
             location,

@@ -73,7 +73,39 @@ pub async fn sync_all(
         }
     }
     report.dropped = drop_stale(store, &enabled).await;
+    if let Some(path) = &config.sql_catalog {
+        if let Err(error) = mirror_sql_catalog(store, path, &config.iceberg_namespace).await {
+            tracing::warn!(%error, path = %path.display(), "cannot update the sql catalog");
+        }
+    }
     report
+}
+
+/// The catalog name engines open the SQL catalog under (pyiceberg's `SqlCatalog(name, …)`).
+pub const SQL_CATALOG_NAME: &str = "diskless";
+
+/// Rewrites the SQL catalog beside an embedded MetaStore to list exactly the tables.
+async fn mirror_sql_catalog(
+    store: &TableStore,
+    path: &std::path::Path,
+    namespace: &str,
+) -> Result<(), CompactorError> {
+    let tables: Vec<(String, String)> = catalog::list(store.meta.as_ref())
+        .await?
+        .into_iter()
+        .map(|(topic, pointer)| (topic, pointer.metadata_location))
+        .collect();
+    let (path, namespace) = (path.to_path_buf(), namespace.to_string());
+    tokio::task::spawn_blocking(move || {
+        if let Some(folder) = path.parent() {
+            std::fs::create_dir_all(folder)
+                .map_err(|e| CompactorError::Corrupt(format!("{}: {e}", folder.display())))?;
+        }
+        tables::sql::SqlCatalog::open(&path, SQL_CATALOG_NAME, &namespace)?.mirror(&tables)?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| CompactorError::Corrupt(format!("sql catalog task failed: {e}")))?
 }
 
 /// Removes the catalog records of tables whose topic is gone or no longer a table; their

@@ -105,6 +105,12 @@ def test_a_topic_table_holds_exactly_the_records_a_consumer_reads_in_pyiceberg_a
         assert len(consumed) == 1500
         assert table_rows(b, topic) == consumed
 
+        # The SQL catalog beside the embedded MetaStore lists and loads the same table.
+        from pyiceberg.catalog.sql import SqlCatalog
+        sql = SqlCatalog("diskless", uri=f"sqlite:///{b.data_dir}/iceberg/catalog.db")
+        assert ("kafka", topic) in sql.list_tables("kafka")
+        assert sql.load_table(f"kafka.{topic}").scan().to_arrow().num_rows == 1500
+
         catalog = rest_catalog(b)
         assert ("kafka", topic) in catalog.list_tables("kafka")
         assert ("kafka", plain) not in catalog.list_tables("kafka"), "a topic without iceberg.enable"

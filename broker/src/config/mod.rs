@@ -131,7 +131,7 @@ impl Config {
     fn from_settings(r: &Resolved) -> Result<Config, ConfigError> {
         let location = Location::from_settings(r)?;
         let storage = storage::StorageConfig::from_settings(r, &location.object_store_url);
-        let compactor = compactor::CompactorConfig::from_settings(r, &location.object_store_url)?;
+        let compactor = compactor::CompactorConfig::from_settings(r, &location)?;
         let listeners = crate::listener::from_settings(r)?;
         let http_tls = r.get(&crate::metrics::settings::HTTP_TLS);
         let tls_user = match listeners.iter().find(|l| l.protocol.uses_tls()) {

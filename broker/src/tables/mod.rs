@@ -35,7 +35,7 @@ impl CatalogConfig {
         CatalogConfig {
             listen: storage::config::listen_setting(r, &settings::ICEBERG_CATALOG_LISTEN),
             basic_auth: r.get(&settings::ICEBERG_CATALOG_BASIC_AUTH),
-            namespace: r.get(&settings::ICEBERG_NAMESPACE),
+            namespace: r.get(&compactor::config::settings::ICEBERG_NAMESPACE),
         }
     }
 }

@@ -1,12 +1,9 @@
-//! The Iceberg REST catalog's listener and namespace (`docs/iceberg.md`).
+//! The Iceberg REST catalog's listener (`docs/iceberg.md`); the namespace is a compaction
+//! setting (`iceberg_namespace`), since the compactor's SQL catalog names it too.
 
 use storage::settings::{AnySetting, Setting, Unit};
 
-pub static ICEBERG: &[&dyn AnySetting] = &[
-    &ICEBERG_CATALOG_LISTEN,
-    &ICEBERG_CATALOG_BASIC_AUTH,
-    &ICEBERG_NAMESPACE,
-];
+pub static ICEBERG: &[&dyn AnySetting] = &[&ICEBERG_CATALOG_LISTEN, &ICEBERG_CATALOG_BASIC_AUTH];
 
 pub static ICEBERG_CATALOG_LISTEN: Setting<String> = Setting::new(
     "iceberg_catalog_listen",
@@ -21,11 +18,4 @@ pub static ICEBERG_CATALOG_BASIC_AUTH: Setting<bool> = Setting::new(
     false,
     Unit::None,
     "The Iceberg REST catalog asks for HTTP Basic authentication as a broker user; with an authorizer, a table is listed to users who may DESCRIBE its topic and loaded by those who may READ it",
-);
-
-pub static ICEBERG_NAMESPACE: Setting<String> = Setting::new(
-    "iceberg_namespace",
-    "kafka",
-    Unit::None,
-    "The Iceberg namespace of the topics' tables (`<namespace>.<topic>`)",
 );

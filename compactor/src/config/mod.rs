@@ -8,6 +8,9 @@ use storage::settings::{Resolved, SettingsError};
 
 use self::settings as s;
 
+/// The SQL catalog's file name, under `<data_dir>/iceberg/`.
+pub const SQL_CATALOG_FILE: &str = "catalog.db";
+
 /// Settings of the compactor. Names snake_case with units last; a field with a setting means
 /// what the help text of its declaration in [`settings`] says.
 #[derive(Clone, Debug)]
@@ -46,6 +49,11 @@ pub struct CompactorConfig {
     pub dedupe_buffer_bytes: u64,
     /// Absolute URL of the object store's root, as Iceberg tables name their files.
     pub table_base_url: String,
+    /// The namespace of the topics' tables.
+    pub iceberg_namespace: String,
+    /// The SQL catalog file mirrored after each pass's commits: beside an embedded MetaStore
+    /// only (a cluster on Oxia has no shared local folder; engines use the REST catalog).
+    pub sql_catalog: Option<std::path::PathBuf>,
 }
 
 impl Default for CompactorConfig {
@@ -71,17 +79,22 @@ impl Default for CompactorConfig {
             topic_defaults: storage::topics::TopicDefaults::kafka(),
             dedupe_buffer_bytes: s::LOG_CLEANER_DEDUPE_BUFFER_SIZE.default,
             table_base_url: "memory://".into(),
+            iceberg_namespace: s::ICEBERG_NAMESPACE.default.to_string(),
+            sql_catalog: None,
         }
     }
 }
 
 impl CompactorConfig {
     /// The compactor's settings from a schema that holds [`settings::COMPACTION`] and the
-    /// topic defaults, for a store at `object_store_url`.
+    /// topic defaults, for the stores at `location`.
     pub fn from_settings(
         resolved: &Resolved,
-        object_store_url: &str,
+        location: &storage::config::Location,
     ) -> Result<CompactorConfig, SettingsError> {
+        let object_store_url = location.object_store_url.as_str();
+        let sql_catalog = (location.metastore == "embedded")
+            .then(|| location.data_dir.join("iceberg").join(SQL_CATALOG_FILE));
         Ok(CompactorConfig {
             min_bytes: resolved.get(&s::COMPACTION_MIN_BYTES),
             min_age_ms: resolved.get(&s::COMPACTION_MIN_AGE_MS),
@@ -98,6 +111,8 @@ impl CompactorConfig {
             topic_defaults: storage::settings::topic_defaults(resolved)?,
             dedupe_buffer_bytes: resolved.get(&s::LOG_CLEANER_DEDUPE_BUFFER_SIZE),
             table_base_url: tables::base_url(object_store_url),
+            iceberg_namespace: resolved.get(&s::ICEBERG_NAMESPACE),
+            sql_catalog,
             ..CompactorConfig::default()
         })
     }

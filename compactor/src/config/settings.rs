@@ -17,7 +17,15 @@ pub static COMPACTION: &[&dyn AnySetting] = &[
     &COMPACTION_RETRY_BACKOFF_MS,
     &COMPACTION_RETRY_BACKOFF_MAX_MS,
     &LOG_CLEANER_DEDUPE_BUFFER_SIZE,
+    &ICEBERG_NAMESPACE,
 ];
+
+pub static ICEBERG_NAMESPACE: Setting<String> = Setting::new(
+    "iceberg_namespace",
+    "kafka",
+    Unit::None,
+    "The Iceberg namespace of the topics' tables (`<namespace>.<topic>`), in the REST catalog and the SQL catalog beside an embedded MetaStore",
+);
 
 pub static COMPACTION_MIN_BYTES: Setting<u64> = Setting::new(
     "compaction_min_bytes",
