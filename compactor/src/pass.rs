@@ -60,6 +60,8 @@ pub struct Compactor {
     throttle: ReadThrottle,
     /// When the local folder was last swept for staging files (0: not yet).
     staging_swept_ms: AtomicU64,
+    /// The topics' Iceberg tables, committed in each pass.
+    tables: tables::TableStore,
 }
 
 impl Compactor {
@@ -71,6 +73,11 @@ impl Compactor {
     ) -> Self {
         let owner = format!("{}-{}", std::process::id(), storage::clock::system_now_ms());
         let throttle = ReadThrottle::new(config.read_bytes_per_sec);
+        let tables = tables::TableStore::new(
+            objects.clone(),
+            coord_meta.clone(),
+            config.table_base_url.clone(),
+        );
         Compactor {
             objects,
             index_meta,
@@ -80,6 +87,7 @@ impl Compactor {
             clock: Arc::new(SystemClock),
             throttle,
             staging_swept_ms: AtomicU64::new(0),
+            tables,
         }
     }
 
@@ -195,14 +203,9 @@ impl Compactor {
         };
         report.keyed = crate::keyed::compact_topics(&keyed, &self.coord_meta).await;
         // Tables after every index change of the pass, before the sweep that deletes files.
-        let tables = tables::TableStore {
-            objects: self.objects.clone(),
-            meta: self.coord_meta.clone(),
-            base_url: self.config.table_base_url.clone(),
-        };
         let now_ms = self.clock.now_ms();
-        report.tables =
-            crate::tables::sync_all(&tables, &self.index_meta, &self.config, now_ms).await;
+        let (tables, index_meta) = (&self.tables, &self.index_meta);
+        report.tables = crate::tables::sync_all(tables, index_meta, &self.config, now_ms).await;
         let table_files = tables.referenced_keys().await?;
         let sweeper = OrphanSweeper {
             objects: &self.objects,

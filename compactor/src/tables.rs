@@ -3,11 +3,12 @@
 //! rewrite and key compaction and before the orphan sweep, which never deletes a file a table
 //! still lists. Tables of topics deleted or no longer enabled leave the catalog.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use metastore::MetaStore;
-use storage::{stream, topics, FileType, IndexEntry};
+use storage::{stream, topics, transactions, FileType, IndexEntry};
+use tables::deletes::PartitionState;
 use tables::{catalog, LiveFile, Synced, TableStore};
 
 use crate::{CompactorConfig, CompactorError};
@@ -51,9 +52,12 @@ pub async fn sync_all(
         enabled.insert(topic.name.clone());
         let started = std::time::Instant::now();
         let result = async {
-            let live = live_files(index_meta, &topic.record).await?;
+            let (live, states) = live_files(index_meta, &store.meta, &topic.record).await?;
             let topic_id = topic.record.id.simple().to_string();
-            Ok::<_, CompactorError>(store.sync(&topic.name, &topic_id, &live, now_ms).await?)
+            let synced = store
+                .sync(&topic.name, &topic_id, &live, &states, now_ms)
+                .await?;
+            Ok::<_, CompactorError>(synced)
         }
         .await;
         match result {
@@ -140,18 +144,25 @@ async fn drop_stale(store: &TableStore, enabled: &HashSet<String>) -> u64 {
 }
 
 /// Every PARQUET index entry of every partition of `topic` that holds records at or above its
-/// partition's log start: a file wholly below it (retention, DeleteRecords) is no row of the
-/// table even while the index keeps its entry as the stream's last key.
+/// partition's log start (a file wholly below it, after retention or DeleteRecords, is no row
+/// of the table even while the index keeps its entry as the stream's last key), and what each
+/// partition hides from a read_committed consumer.
 async fn live_files(
     meta: &Arc<dyn MetaStore>,
+    txn_meta: &Arc<dyn MetaStore>,
     topic: &topics::TopicRecord,
-) -> Result<Vec<LiveFile>, CompactorError> {
+) -> Result<(Vec<LiveFile>, BTreeMap<i32, PartitionState>), CompactorError> {
     let mut out = Vec::new();
+    let mut states = BTreeMap::new();
     for partition in 0..topic.partitions.max(0) {
         let s = topic.stream_id(partition);
         let log_start = storage::index::Index::new(meta.clone())
             .trim_point(&s)
             .await?;
+        states.insert(
+            partition,
+            partition_state(txn_meta.as_ref(), &s, log_start).await?,
+        );
         let mut from = stream::index_range_start(&s);
         let end = stream::index_range_end(&s);
         loop {
@@ -178,5 +189,55 @@ async fn live_files(
             }
         }
     }
-    Ok(out)
+    Ok((out, states))
+}
+
+/// Aborted transactions read for one partition at most: a table commit that would need more
+/// fails (and is retried) rather than hold them all in memory.
+const ABORTED_PER_PARTITION_MAX: usize = 100_000;
+
+/// The log start, last stable offset and aborted transactions of `stream`, from the records
+/// the broker's transaction coordinator and writers keep (`storage::transactions`).
+async fn partition_state(
+    meta: &dyn MetaStore,
+    stream: &str,
+    log_start: u64,
+) -> Result<PartitionState, CompactorError> {
+    let (start, end) = transactions::open_range(stream);
+    let mut last_stable = u64::MAX;
+    for r in meta
+        .range_scan(&start, &end, None, SCAN_PAGE_RECORDS)
+        .await?
+    {
+        let open: transactions::OpenTxn = serde_json::from_slice(&r.value)
+            .map_err(|e| CompactorError::Corrupt(format!("{}: {e}", r.key)))?;
+        last_stable = last_stable.min(open.first_offset);
+    }
+    let (mut from, end) = transactions::aborted_range_from(stream, log_start);
+    let mut aborted = Vec::new();
+    loop {
+        let page = meta
+            .range_scan(&from, &end, None, SCAN_PAGE_RECORDS)
+            .await?;
+        for r in &page {
+            aborted.push(
+                serde_json::from_slice::<transactions::AbortedTxn>(&r.value)
+                    .map_err(|e| CompactorError::Corrupt(format!("{}: {e}", r.key)))?,
+            );
+        }
+        if aborted.len() > ABORTED_PER_PARTITION_MAX {
+            return Err(CompactorError::Corrupt(format!(
+                "{stream}: more than {ABORTED_PER_PARTITION_MAX} aborted transactions above the log start"
+            )));
+        }
+        match page.last() {
+            Some(last) if page.len() == SCAN_PAGE_RECORDS => from = format!("{}\u{1}", last.key),
+            _ => break,
+        }
+    }
+    Ok(PartitionState {
+        log_start,
+        last_stable,
+        aborted,
+    })
 }

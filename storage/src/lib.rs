@@ -17,6 +17,7 @@ pub mod objects;
 pub mod settings;
 pub mod stream;
 pub mod topics;
+pub mod transactions;
 pub mod wal;
 
 /// The Kafka record-batch format, for callers that hand storage Kafka payloads.

@@ -12,10 +12,13 @@ use metastore::MetaStore;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::json;
-use storage::compacted::{Footer, ParsedTail, FOOTER_PREFETCH_BYTES};
+use storage::compacted::{FileStats, Footer, ParsedTail, FOOTER_PREFETCH_BYTES};
 
 use crate::catalog::{self, TablePointer, Versioned};
-use crate::manifest::{self, Counts, DataFile, Entry, ManifestFile, ManifestHeader, Status};
+use crate::deletes::{self, PartitionState};
+use crate::manifest::{
+    self, Bounds, Content, Counts, DataFile, Entry, ManifestFile, ManifestHeader, Status,
+};
 use crate::metadata::{MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef, TableMetadata};
 use crate::schema::{self, PARTITION_FIELD_ID, PARTITION_SPEC_FIELD_ID, SCHEMA_ID};
 use crate::TableError;
@@ -46,6 +49,10 @@ pub enum Synced {
     },
 }
 
+/// Digests of delete files found to hide nothing remembered at most (see
+/// `TableStore::remember_empty`).
+const EMPTY_DELETES_MAX: usize = 100_000;
+
 /// The tables of one object store, with their catalog records in one MetaStore.
 #[derive(Clone)]
 pub struct TableStore {
@@ -53,6 +60,7 @@ pub struct TableStore {
     pub meta: Arc<dyn MetaStore>,
     /// Absolute URL of the object store's root (`file:///…`, `s3://bucket/prefix`).
     pub base_url: String,
+    empty_deletes: Arc<std::sync::Mutex<HashSet<String>>>,
 }
 
 /// A table as loaded: its catalog record and current metadata.
@@ -64,6 +72,15 @@ pub struct Loaded {
 }
 
 impl TableStore {
+    pub fn new(objects: Arc<dyn ObjectStore>, meta: Arc<dyn MetaStore>, base_url: String) -> Self {
+        TableStore {
+            objects,
+            meta,
+            base_url,
+            empty_deletes: Arc::default(),
+        }
+    }
+
     /// The root every location starts with: the base URL and one '/' (`memory://` has it).
     fn root(&self) -> String {
         if self.base_url.ends_with('/') {
@@ -118,7 +135,8 @@ impl TableStore {
             let Some(loaded) = self.load(&topic).await? else {
                 continue;
             };
-            for e in self.live_entries(&loaded.metadata).await? {
+            let entries = self.live_entries(&loaded.metadata).await?;
+            for e in entries.iter().filter(|e| e.file.content == Content::Data) {
                 if let Some(key) = self.object_key(&e.file.path) {
                     keys.insert(key.to_string());
                 }
@@ -128,12 +146,14 @@ impl TableStore {
     }
 
     /// Commits `live` as the current snapshot of `topic`'s table if it differs from it,
-    /// creating the table on first call. `topic_id` is the topic's Kafka id.
+    /// creating the table on first call, with the position deletes that hide what `states`
+    /// (by partition) hides from a read_committed consumer. `topic_id` is the topic's Kafka id.
     pub async fn sync(
         &self,
         topic: &str,
         topic_id: &str,
         live: &[LiveFile],
+        states: &BTreeMap<i32, PartitionState>,
         now_ms: u64,
     ) -> Result<Synced, TableError> {
         let current = match self.load(topic).await? {
@@ -149,53 +169,144 @@ impl TableStore {
             Some(loaded) => self.live_entries(&loaded.metadata).await?,
             None => Vec::new(),
         };
-        let before: HashMap<&str, &Entry> =
-            previous.iter().map(|e| (e.file.path.as_str(), e)).collect();
-        let wanted: HashMap<String, &LiveFile> = live
-            .iter()
-            .map(|f| (self.location(&f.object_key), f))
-            .collect();
-        let removed: Vec<&Entry> = previous
-            .iter()
-            .filter(|e| !wanted.contains_key(&e.file.path))
-            .collect();
-        let mut added = Vec::new();
-        for (path, f) in &wanted {
-            if !before.contains_key(path.as_str()) {
-                added.push(self.data_file(path, f).await?);
-            }
-        }
-        if current.is_some() && added.is_empty() && removed.is_empty() {
+        let (data, deletes) = self.plan_data(&previous, live).await?;
+        let deletes = self.plan_deletes(topic_id, &data, deletes, states).await?;
+        if current.is_some() && data.is_unchanged() && deletes.is_unchanged() {
             return Ok(Synced::Unchanged);
         }
-        added.sort_by(|a, b| a.path.cmp(&b.path));
         let plan = Plan {
             topic,
             topic_id,
-            kept: previous
-                .iter()
-                .filter(|e| wanted.contains_key(&e.file.path))
-                .collect(),
-            added,
-            removed,
+            data,
+            deletes,
             now_ms,
         };
         self.commit(current.as_ref(), plan).await
     }
 
+    /// The data files to keep, add and remove.
+    async fn plan_data<'p>(
+        &self,
+        previous: &'p [Entry],
+        live: &[LiveFile],
+    ) -> Result<(Diff<'p>, Vec<&'p Entry>), TableError> {
+        let wanted: HashMap<String, &LiveFile> = live
+            .iter()
+            .map(|f| (self.location(&f.object_key), f))
+            .collect();
+        let (mut diff, mut deletes) = (Diff::default(), Vec::new());
+        let mut listed = HashSet::new();
+        for e in previous {
+            if e.file.content == Content::PositionDeletes {
+                deletes.push(e);
+            } else if wanted.contains_key(&e.file.path) && listed.insert(e.file.path.as_str()) {
+                diff.kept.push(e);
+            } else {
+                diff.removed.push(e);
+            }
+        }
+        for (path, f) in &wanted {
+            if !listed.contains(path.as_str()) {
+                diff.added.push(self.data_file(path, f).await?);
+            }
+        }
+        diff.added.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok((diff, deletes))
+    }
+
+    /// The position delete files the kept and added data files need under `states`: an
+    /// existing one of the same digest is kept; another is made by reading the data file.
+    async fn plan_deletes<'p>(
+        &self,
+        topic_id: &str,
+        data: &Diff<'p>,
+        mut existing: Vec<&'p Entry>,
+        states: &BTreeMap<i32, PartitionState>,
+    ) -> Result<Diff<'p>, TableError> {
+        let default_state = PartitionState {
+            log_start: 0,
+            last_stable: u64::MAX,
+            aborted: Vec::new(),
+        };
+        let mut diff = Diff::default();
+        let files = data.kept.iter().map(|e| &e.file).chain(data.added.iter());
+        for file in files {
+            let state = states.get(&file.partition).unwrap_or(&default_state);
+            if !deletes::may_hide(file.bounds, state) {
+                continue;
+            }
+            let digest = deletes::digest(&file.path, file.bounds, state);
+            let key = format!("tables/{topic_id}/deletes/{digest}.parquet");
+            let path = self.location(&key);
+            if let Some(i) = existing.iter().position(|e| e.file.path == path) {
+                diff.kept.push(existing.swap_remove(i));
+                continue;
+            }
+            if self.known_empty(&digest) {
+                continue;
+            }
+            let data_key = self.key_of(&file.path)?;
+            let positions = deletes::hidden_positions(&self.objects, &data_key, state).await?;
+            if positions.is_empty() {
+                self.remember_empty(digest);
+                continue;
+            }
+            let bytes = deletes::write_delete_file(&file.path, &positions)?;
+            let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+            self.write(&key, bytes).await?;
+            diff.added.push(DataFile {
+                content: Content::PositionDeletes,
+                path,
+                partition: file.partition,
+                record_count: i64::try_from(positions.len()).unwrap_or(i64::MAX),
+                file_size_bytes: size,
+                bounds: None,
+            });
+        }
+        diff.removed = existing;
+        Ok(diff)
+    }
+
+    fn known_empty(&self, digest: &str) -> bool {
+        self.empty_deletes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(digest)
+    }
+
+    /// Remembers that the file and state of `digest` hide nothing, so that the file is not
+    /// read again each pass; the memory holds [`EMPTY_DELETES_MAX`] digests at most.
+    fn remember_empty(&self, digest: String) {
+        let mut known = self
+            .empty_deletes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if known.len() >= EMPTY_DELETES_MAX {
+            known.clear();
+        }
+        known.insert(digest);
+    }
+
     async fn data_file(&self, path: &str, f: &LiveFile) -> Result<DataFile, TableError> {
-        let rows = self.row_count(&f.object_key, f.file_size_bytes).await?;
+        let stats = self.file_stats(&f.object_key, f.file_size_bytes).await?;
+        let long = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         Ok(DataFile {
+            content: Content::Data,
             path: path.to_string(),
             partition: f.partition,
-            record_count: rows,
-            file_size_bytes: i64::try_from(f.file_size_bytes)
-                .map_err(|_| TableError::Corrupt(format!("{}: size", f.object_key)))?,
+            record_count: long(stats.rows),
+            file_size_bytes: long(f.file_size_bytes),
+            bounds: stats.offsets.map(|(low, high)| Bounds {
+                offsets: (long(low), long(high)),
+                transactional: stats.transactional,
+                control: stats.control,
+            }),
         })
     }
 
-    /// Rows of a compacted file, from its footer (one ranged GET, two for a large footer).
-    async fn row_count(&self, object_key: &str, file_len: u64) -> Result<i64, TableError> {
+    /// A compacted file's row count and bounds, from its footer (one ranged GET, two for a
+    /// large footer).
+    async fn file_stats(&self, object_key: &str, file_len: u64) -> Result<FileStats, TableError> {
         let path = Path::from(object_key);
         let mut tail_len = FOOTER_PREFETCH_BYTES.min(file_len);
         for _ in 0..2 {
@@ -204,11 +315,7 @@ impl TableStore {
                 .get_range(&path, file_len - tail_len..file_len)
                 .await?;
             match Footer::parse(&tail, file_len).map_err(|e| TableError::Corrupt(e.to_string()))? {
-                ParsedTail::Footer(footer) => {
-                    let rows: usize = footer.groups.iter().map(|g| g.rows).sum();
-                    return i64::try_from(rows)
-                        .map_err(|_| TableError::Corrupt(format!("{object_key}: rows")));
-                }
+                ParsedTail::Footer(footer) => return Ok(footer.stats()),
                 ParsedTail::NeedTailBytes(n) => tail_len = n.min(file_len),
             }
         }
@@ -233,17 +340,78 @@ impl TableStore {
     }
 }
 
+/// What a commit keeps, adds and removes of one kind of file.
+#[derive(Default)]
+struct Diff<'a> {
+    kept: Vec<&'a Entry>,
+    added: Vec<DataFile>,
+    removed: Vec<&'a Entry>,
+}
+
+impl Diff<'_> {
+    fn is_unchanged(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty()
+    }
+}
+
 /// The difference one commit applies.
 struct Plan<'a> {
     topic: &'a str,
     topic_id: &'a str,
-    kept: Vec<&'a Entry>,
-    added: Vec<DataFile>,
-    removed: Vec<&'a Entry>,
+    data: Diff<'a>,
+    deletes: Diff<'a>,
     now_ms: u64,
 }
 
+impl Plan<'_> {
+    fn removes(&self) -> bool {
+        !self.data.removed.is_empty() || !self.deletes.removed.is_empty()
+    }
+}
+
+/// A manifest written for a commit, and its entries.
+struct Written {
+    file: ManifestFile,
+    entries: Vec<Entry>,
+}
+
 impl TableStore {
+    async fn write_manifest(
+        &self,
+        key: &str,
+        header: &ManifestHeader<'_>,
+        content: Content,
+        entries: Vec<Entry>,
+        snapshot_id: i64,
+        sequence_number: i64,
+    ) -> Result<Written, TableError> {
+        let bytes = manifest::write_manifest(header, content, &entries)?;
+        let length_bytes = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+        self.write(key, bytes).await?;
+        let live = entries.iter().filter(|e| e.status != Status::Deleted);
+        let partitions: Vec<i32> = live.map(|e| e.file.partition).collect();
+        let partition_bounds = partitions
+            .iter()
+            .min()
+            .copied()
+            .zip(partitions.iter().max().copied());
+        let file = ManifestFile {
+            content,
+            path: self.location(key),
+            length_bytes,
+            sequence_number,
+            min_sequence_number: entries
+                .iter()
+                .map(|e| e.sequence_number)
+                .min()
+                .unwrap_or(sequence_number),
+            added_snapshot_id: snapshot_id,
+            counts: counts(&entries),
+            partition_bounds,
+        };
+        Ok(Written { file, entries })
+    }
+
     async fn commit(&self, current: Option<&Loaded>, plan: Plan<'_>) -> Result<Synced, TableError> {
         let sequence_number = current.map_or(0, |c| c.metadata.last_sequence_number) + 1;
         let snapshot_id = new_snapshot_id();
@@ -254,50 +422,48 @@ impl TableStore {
             "name": "partition", "transform": "identity",
             "source-id": PARTITION_FIELD_ID, "field-id": PARTITION_SPEC_FIELD_ID,
         }]);
-        let entries = manifest_entries(&plan, snapshot_id, sequence_number);
         let header = ManifestHeader {
             schema_json: &schema.to_string(),
             partition_spec_json: &spec_fields.to_string(),
         };
-        let manifest_key = format!("{folder}/{sequence_number:05}-{nonce}-m0.avro");
-        let manifest_bytes = manifest::write_manifest(&header, &entries)?;
-        let manifest_len = i64::try_from(manifest_bytes.len()).unwrap_or(i64::MAX);
-        self.write(&manifest_key, manifest_bytes).await?;
-        let counts = counts(&entries);
-        let live: Vec<&Entry> = entries
-            .iter()
-            .filter(|e| e.status != Status::Deleted)
-            .collect();
-        let bounds = live
-            .iter()
-            .map(|e| e.file.partition)
-            .min()
-            .zip(live.iter().map(|e| e.file.partition).max());
-        let manifests = vec![ManifestFile {
-            path: self.location(&manifest_key),
-            length_bytes: manifest_len,
-            sequence_number,
-            min_sequence_number: entries
-                .iter()
-                .map(|e| e.sequence_number)
-                .min()
-                .unwrap_or(sequence_number),
-            added_snapshot_id: snapshot_id,
-            counts,
-            partition_bounds: bounds,
-        }];
+        let data = self
+            .write_manifest(
+                &format!("{folder}/{sequence_number:05}-{nonce}-m0.avro"),
+                &header,
+                Content::Data,
+                manifest_entries(&plan.data, snapshot_id, sequence_number),
+                snapshot_id,
+                sequence_number,
+            )
+            .await?;
+        let mut manifests = vec![data];
+        let delete_entries = manifest_entries(&plan.deletes, snapshot_id, sequence_number);
+        if !delete_entries.is_empty() {
+            let deletes = self
+                .write_manifest(
+                    &format!("{folder}/{sequence_number:05}-{nonce}-m1.avro"),
+                    &header,
+                    Content::PositionDeletes,
+                    delete_entries,
+                    snapshot_id,
+                    sequence_number,
+                )
+                .await?;
+            manifests.push(deletes);
+        }
         let parent = current.and_then(|c| c.metadata.current_snapshot_id);
         let list_key = format!("{folder}/{sequence_number:05}-snap-{snapshot_id}-{nonce}.avro");
-        let list = manifest::write_manifest_list(snapshot_id, parent, sequence_number, &manifests)?;
+        let files: Vec<ManifestFile> = manifests.iter().map(|m| m.file.clone()).collect();
+        let list = manifest::write_manifest_list(snapshot_id, parent, sequence_number, &files)?;
         self.write(&list_key, list).await?;
-        let records: i64 = live.iter().map(|e| e.file.record_count).sum();
+        let totals = Totals::of(&manifests);
         let snapshot = Snapshot {
             snapshot_id,
             parent_snapshot_id: parent,
             sequence_number,
             timestamp_ms: ms(plan.now_ms),
             manifest_list: self.location(&list_key),
-            summary: summary(&plan, &counts, live.len(), records),
+            summary: summary(&plan, &manifests, &totals),
             schema_id: SCHEMA_ID,
         };
         let metadata = self.next_metadata(
@@ -317,29 +483,37 @@ impl TableStore {
             metadata_key,
             sequence_number,
             committed_ms: plan.now_ms,
-            data_files: live.len() as u64,
-            records,
+            data_files: totals.data_files,
+            records: totals.records,
         };
         let previous_version = current.map(|c| c.versioned.version_id);
         catalog::swap(self.meta.as_ref(), plan.topic, previous_version, &pointer).await?;
         tracing::info!(
             topic = plan.topic,
             sequence_number,
-            files_added = plan.added.len(),
-            files_removed = plan.removed.len(),
-            data_files = live.len(),
+            files_added = plan.data.added.len(),
+            files_removed = plan.data.removed.len(),
+            deletes_added = plan.deletes.added.len(),
+            deletes_removed = plan.deletes.removed.len(),
+            data_files = totals.data_files,
             "committed table snapshot"
         );
+        let live_deletes: HashSet<String> = manifests
+            .iter()
+            .flat_map(|m| &m.entries)
+            .filter(|e| e.file.content == Content::PositionDeletes && e.status != Status::Deleted)
+            .map(|e| e.file.path.clone())
+            .collect();
         if let Err(error) = self
-            .collect_garbage(&folder, sequence_number, plan.now_ms)
+            .collect_garbage(plan.topic_id, sequence_number, &live_deletes, plan.now_ms)
             .await
         {
             tracing::warn!(topic = plan.topic, %error, "cannot delete old table metadata");
         }
         Ok(Synced::Committed {
             sequence_number,
-            added: plan.added.len(),
-            removed: plan.removed.len(),
+            added: plan.data.added.len(),
+            removed: plan.data.removed.len(),
         })
     }
 
@@ -364,7 +538,7 @@ impl TableStore {
         // A commit that removes files expires every older snapshot: they list those files,
         // which the compactor may delete once this commit is current.
         let (mut snapshots, mut snapshot_log, mut metadata_log) = match current {
-            Some(c) if plan.removed.is_empty() => (
+            Some(c) if !plan.removes() => (
                 c.metadata.snapshots.clone(),
                 c.metadata.snapshot_log.clone(),
                 c.metadata.metadata_log.clone(),
@@ -422,42 +596,56 @@ impl TableStore {
         })
     }
 
-    /// Deletes metadata objects of versions no kept metadata can reach, and abandoned ones.
+    /// Deletes metadata objects of versions no kept metadata can reach, abandoned ones, and
+    /// delete files the current snapshot no longer lists (once engines that opened an older
+    /// snapshot are done with them).
     async fn collect_garbage(
         &self,
-        folder: &str,
+        topic_id: &str,
         current: i64,
+        live_deletes: &HashSet<String>,
         now_ms: u64,
     ) -> Result<(), TableError> {
-        let objects: Vec<_> = self
-            .objects
-            .list(Some(&Path::from(folder)))
-            .try_collect()
-            .await?;
+        let age_ms = |meta: &object_store::ObjectMeta| {
+            let modified_ms = u64::try_from(meta.last_modified.timestamp_millis()).unwrap_or(0);
+            now_ms.saturating_sub(modified_ms)
+        };
+        let folder = Path::from(format!("tables/{topic_id}/metadata"));
+        let objects: Vec<_> = self.objects.list(Some(&folder)).try_collect().await?;
         for meta in objects {
             let name = meta.location.filename().unwrap_or_default();
             let Some(version) = name.get(..5).and_then(|v| v.parse::<i64>().ok()) else {
                 continue;
             };
-            let modified_ms = u64::try_from(meta.last_modified.timestamp_millis()).unwrap_or(0);
             let expired = version + METADATA_VERSIONS_KEPT <= current;
-            let abandoned =
-                version > current && now_ms.saturating_sub(modified_ms) >= ABANDONED_AFTER_MS;
+            let abandoned = version > current && age_ms(&meta) >= ABANDONED_AFTER_MS;
             if expired || abandoned {
-                match self.objects.delete(&meta.location).await {
-                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e.into()),
-                }
+                self.delete(&meta.location).await?;
+            }
+        }
+        let folder = Path::from(format!("tables/{topic_id}/deletes"));
+        let objects: Vec<_> = self.objects.list(Some(&folder)).try_collect().await?;
+        for meta in objects {
+            let listed = live_deletes.contains(&self.location(meta.location.as_ref()));
+            if !listed && age_ms(&meta) >= ABANDONED_AFTER_MS {
+                self.delete(&meta.location).await?;
             }
         }
         Ok(())
     }
+
+    async fn delete(&self, location: &Path) -> Result<(), TableError> {
+        match self.objects.delete(location).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
 }
 
-/// The new manifest: kept files as EXISTING with their original sequence numbers, new files
+/// A new manifest: kept files as EXISTING with their original sequence numbers, new files
 /// ADDED, removed files DELETED (for incremental readers; the next commit drops them).
-fn manifest_entries(plan: &Plan<'_>, snapshot_id: i64, sequence_number: i64) -> Vec<Entry> {
-    let mut entries: Vec<Entry> = plan
+fn manifest_entries(diff: &Diff<'_>, snapshot_id: i64, sequence_number: i64) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = diff
         .kept
         .iter()
         .map(|e| Entry {
@@ -465,14 +653,14 @@ fn manifest_entries(plan: &Plan<'_>, snapshot_id: i64, sequence_number: i64) -> 
             ..(*e).clone()
         })
         .collect();
-    entries.extend(plan.added.iter().map(|file| Entry {
+    entries.extend(diff.added.iter().map(|file| Entry {
         status: Status::Added,
         snapshot_id,
         sequence_number,
         file_sequence_number: sequence_number,
         file: file.clone(),
     }));
-    entries.extend(plan.removed.iter().map(|e| Entry {
+    entries.extend(diff.removed.iter().map(|e| Entry {
         status: Status::Deleted,
         snapshot_id,
         ..(*e).clone()
@@ -493,25 +681,68 @@ fn counts(entries: &[Entry]) -> Counts {
     c
 }
 
-fn summary(plan: &Plan<'_>, c: &Counts, files: usize, records: i64) -> BTreeMap<String, String> {
-    let operation = match (plan.added.is_empty(), plan.removed.is_empty()) {
-        (_, true) => "append",
-        (true, false) => "delete",
-        (false, false) => "overwrite",
+/// What the new snapshot holds.
+struct Totals {
+    data_files: u64,
+    records: i64,
+    delete_files: u64,
+    position_deletes: i64,
+}
+
+impl Totals {
+    fn of(manifests: &[Written]) -> Totals {
+        let mut t = Totals {
+            data_files: 0,
+            records: 0,
+            delete_files: 0,
+            position_deletes: 0,
+        };
+        let live = manifests.iter().flat_map(|m| &m.entries);
+        for e in live.filter(|e| e.status != Status::Deleted) {
+            match e.file.content {
+                Content::Data => (t.data_files += 1, t.records += e.file.record_count),
+                Content::PositionDeletes => (
+                    t.delete_files += 1,
+                    t.position_deletes += e.file.record_count,
+                ),
+            };
+        }
+        t
+    }
+}
+
+fn summary(plan: &Plan<'_>, manifests: &[Written], t: &Totals) -> BTreeMap<String, String> {
+    let operation = match (plan.data.added.is_empty(), plan.removes()) {
+        (_, false) => "append",
+        (true, true) => "delete",
+        (false, true) => "overwrite",
     };
+    let data = manifests.first().map(|m| m.file.counts).unwrap_or_default();
+    let deletes = manifests.get(1).map(|m| m.file.counts).unwrap_or_default();
     BTreeMap::from([
         ("operation".to_string(), operation.to_string()),
-        ("added-data-files".to_string(), c.added_files.to_string()),
+        ("added-data-files".to_string(), data.added_files.to_string()),
         (
             "deleted-data-files".to_string(),
-            c.deleted_files.to_string(),
+            data.deleted_files.to_string(),
         ),
-        ("added-records".to_string(), c.added_rows.to_string()),
-        ("deleted-records".to_string(), c.deleted_rows.to_string()),
-        ("total-data-files".to_string(), files.to_string()),
-        ("total-records".to_string(), records.to_string()),
-        ("total-delete-files".to_string(), "0".to_string()),
-        ("total-position-deletes".to_string(), "0".to_string()),
+        ("added-records".to_string(), data.added_rows.to_string()),
+        ("deleted-records".to_string(), data.deleted_rows.to_string()),
+        (
+            "added-delete-files".to_string(),
+            deletes.added_files.to_string(),
+        ),
+        (
+            "removed-delete-files".to_string(),
+            deletes.deleted_files.to_string(),
+        ),
+        ("total-data-files".to_string(), t.data_files.to_string()),
+        ("total-records".to_string(), t.records.to_string()),
+        ("total-delete-files".to_string(), t.delete_files.to_string()),
+        (
+            "total-position-deletes".to_string(),
+            t.position_deletes.to_string(),
+        ),
         ("total-equality-deletes".to_string(), "0".to_string()),
     ])
 }

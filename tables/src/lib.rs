@@ -6,6 +6,7 @@
 
 pub mod catalog;
 mod commit;
+pub mod deletes;
 mod error;
 pub mod manifest;
 pub mod metadata;

@@ -14,14 +14,39 @@ pub enum Status {
     Deleted = 2,
 }
 
+/// What a file of the table holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Content {
+    Data = 0,
+    /// Iceberg position deletes: (file_path, pos) of rows that are not rows of the table.
+    PositionDeletes = 1,
+}
+
+/// What a data file's statistics say, kept as the manifest's column bounds (engines prune
+/// on them; commits read them instead of the file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    pub offsets: (i64, i64),
+    pub transactional: bool,
+    pub control: bool,
+}
+
+/// Field ids the bounds are of (the Kafka columns `offset`, `is_transactional`, `is_control`).
+const OFFSET_FIELD_ID: i32 = 2;
+const IS_TRANSACTIONAL_FIELD_ID: i32 = 22;
+const IS_CONTROL_FIELD_ID: i32 = 23;
+
 /// One Parquet file of the table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DataFile {
+    pub content: Content,
     /// Absolute location (`file:///…`, `s3://…`).
     pub path: String,
     pub partition: i32,
     pub record_count: i64,
     pub file_size_bytes: i64,
+    /// Data files only, when their statistics were known.
+    pub bounds: Option<Bounds>,
 }
 
 /// A manifest's row: a data file with the snapshot and sequence numbers that added it.
@@ -37,6 +62,7 @@ pub struct Entry {
 /// The row of a manifest list naming one manifest.
 #[derive(Clone, Debug)]
 pub struct ManifestFile {
+    pub content: Content,
     pub path: String,
     pub length_bytes: i64,
     pub sequence_number: i64,
@@ -153,11 +179,13 @@ pub struct ManifestHeader<'a> {
     pub partition_spec_json: &'a str,
 }
 
-/// Encodes a manifest holding `entries`.
+/// Encodes a manifest holding `entries`, all of one content type.
 pub fn write_manifest(
     header: &ManifestHeader<'_>,
+    content: Content,
     entries: &[Entry],
 ) -> Result<Vec<u8>, TableError> {
+    debug_assert!(entries.iter().all(|e| e.file.content == content));
     let schema = Schema::parse_str(&manifest_entry_schema())?;
     let mut writer = Writer::new(&schema, Vec::new());
     writer.add_user_metadata("schema".into(), header.schema_json)?;
@@ -165,7 +193,11 @@ pub fn write_manifest(
     writer.add_user_metadata("partition-spec".into(), header.partition_spec_json)?;
     writer.add_user_metadata("partition-spec-id".into(), "0")?;
     writer.add_user_metadata("format-version".into(), "2")?;
-    writer.add_user_metadata("content".into(), "data")?;
+    let content_name = match content {
+        Content::Data => "data",
+        Content::PositionDeletes => "deletes",
+    };
+    writer.add_user_metadata("content".into(), content_name)?;
     for e in entries {
         writer.append(entry_value(e))?;
     }
@@ -175,7 +207,7 @@ pub fn write_manifest(
 fn entry_value(e: &Entry) -> Value {
     let f = &e.file;
     let data_file = Value::Record(vec![
-        ("content".into(), Value::Int(0)),
+        ("content".into(), Value::Int(f.content as i32)),
         ("file_path".into(), Value::String(f.path.clone())),
         ("file_format".into(), Value::String("PARQUET".into())),
         (
@@ -188,8 +220,8 @@ fn entry_value(e: &Entry) -> Value {
         ("value_counts".into(), null()),
         ("null_value_counts".into(), null()),
         ("nan_value_counts".into(), null()),
-        ("lower_bounds".into(), null()),
-        ("upper_bounds".into(), null()),
+        ("lower_bounds".into(), bounds_value(f.bounds, false)),
+        ("upper_bounds".into(), bounds_value(f.bounds, true)),
         ("key_metadata".into(), null()),
         ("split_offsets".into(), null()),
         ("equality_ids".into(), null()),
@@ -208,6 +240,65 @@ fn entry_value(e: &Entry) -> Value {
         ),
         ("data_file".into(), data_file),
     ])
+}
+
+/// Iceberg's single-value serialization of the bounds: longs as 8 bytes little-endian,
+/// booleans as one byte.
+fn bounds_value(bounds: Option<Bounds>, upper: bool) -> Value {
+    let Some(b) = bounds else {
+        return null();
+    };
+    let offset = if upper { b.offsets.1 } else { b.offsets.0 };
+    let flag = |any: bool| Value::Bytes(vec![u8::from(upper && any)]);
+    let pair = |id: i32, v: Value| {
+        Value::Record(vec![("key".into(), Value::Int(id)), ("value".into(), v)])
+    };
+    some(Value::Array(vec![
+        pair(OFFSET_FIELD_ID, Value::Bytes(offset.to_le_bytes().to_vec())),
+        pair(IS_TRANSACTIONAL_FIELD_ID, flag(b.transactional)),
+        pair(IS_CONTROL_FIELD_ID, flag(b.control)),
+    ]))
+}
+
+/// The bounds written by [`bounds_value`], back.
+fn read_bounds(data: &[(String, Value)]) -> Result<Option<Bounds>, TableError> {
+    let (Ok(lower), Ok(upper)) = (field(data, "lower_bounds"), field(data, "upper_bounds")) else {
+        return Ok(None);
+    };
+    let map = |v: &Value| -> Vec<(i32, Vec<u8>)> {
+        let Value::Array(items) = v else {
+            return Vec::new();
+        };
+        items
+            .iter()
+            .filter_map(|item| match item {
+                Value::Record(kv) => match (kv.first(), kv.get(1)) {
+                    (Some((_, Value::Int(k))), Some((_, Value::Bytes(b)))) => Some((*k, b.clone())),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
+    let (lower, upper) = (map(lower), map(upper));
+    let get =
+        |m: &[(i32, Vec<u8>)], id: i32| m.iter().find(|(k, _)| *k == id).map(|(_, v)| v.clone());
+    let long = |b: Option<Vec<u8>>| {
+        b.and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+            .map(i64::from_le_bytes)
+    };
+    let (Some(low), Some(high)) = (
+        long(get(&lower, OFFSET_FIELD_ID)),
+        long(get(&upper, OFFSET_FIELD_ID)),
+    ) else {
+        return Ok(None);
+    };
+    let flag = |id: i32| get(&upper, id).is_none_or(|b| b.first().is_none_or(|v| *v != 0));
+    Ok(Some(Bounds {
+        offsets: (low, high),
+        transactional: flag(IS_TRANSACTIONAL_FIELD_ID),
+        control: flag(IS_CONTROL_FIELD_ID),
+    }))
 }
 
 /// Encodes a manifest list for snapshot `snapshot_id`.
@@ -250,7 +341,7 @@ pub fn write_manifest_list(
             ("manifest_path".into(), Value::String(m.path.clone())),
             ("manifest_length".into(), Value::Long(m.length_bytes)),
             ("partition_spec_id".into(), Value::Int(0)),
-            ("content".into(), Value::Int(0)),
+            ("content".into(), Value::Int(m.content as i32)),
             ("sequence_number".into(), Value::Long(m.sequence_number)),
             (
                 "min_sequence_number".into(),
@@ -293,16 +384,23 @@ pub fn read_manifest(bytes: &[u8]) -> Result<Vec<Entry>, TableError> {
         };
         let data = record(field(&fields, "data_file")?.clone())?;
         let partition = record(field(&data, "partition")?.clone())?;
+        let content = match int(field(&data, "content")?)? {
+            0 => Content::Data,
+            1 => Content::PositionDeletes,
+            other => return Err(corrupt(format!("data file content {other}"))),
+        };
         out.push(Entry {
             status,
             snapshot_id: long(field(&fields, "snapshot_id")?)?,
             sequence_number: long(field(&fields, "sequence_number")?)?,
             file_sequence_number: long(field(&fields, "file_sequence_number")?)?,
             file: DataFile {
+                content,
                 path: string(field(&data, "file_path")?)?,
                 partition: int(field(&partition, "partition")?)?,
                 record_count: long(field(&data, "record_count")?)?,
                 file_size_bytes: long(field(&data, "file_size_in_bytes")?)?,
+                bounds: read_bounds(&data)?,
             },
         });
     }
@@ -364,10 +462,16 @@ mod tests {
             sequence_number: 2,
             file_sequence_number: 2,
             file: DataFile {
+                content: Content::Data,
                 path: format!("file:///d/compacted/x-{partition}/0-10.parquet"),
                 partition,
                 record_count: 10,
                 file_size_bytes: 1234,
+                bounds: (partition != 1).then_some(Bounds {
+                    offsets: (0, 9),
+                    transactional: partition == 2,
+                    control: false,
+                }),
             },
         }
     }
@@ -383,7 +487,7 @@ mod tests {
             entry(Status::Existing, 1),
             entry(Status::Deleted, 2),
         ];
-        let bytes = write_manifest(&header, &entries).unwrap();
+        let bytes = write_manifest(&header, Content::Data, &entries).unwrap();
         assert_eq!(read_manifest(&bytes).unwrap(), entries);
         let reader = Reader::new(&bytes[..]).unwrap();
         let schema = reader.writer_schema().canonical_form();
@@ -399,7 +503,7 @@ mod tests {
             schema_json: "{}",
             partition_spec_json: "[]",
         };
-        let bytes = write_manifest(&header, &[entry(Status::Added, 0)]).unwrap();
+        let bytes = write_manifest(&header, Content::Data, &[entry(Status::Added, 0)]).unwrap();
         let text = String::from_utf8_lossy(&bytes);
         for id in [
             "\"field-id\":1000",

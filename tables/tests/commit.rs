@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -15,10 +15,13 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use record_batch::{encode_batch, BatchHeader, RecordRow};
 use storage::compacted::{write_file, WriterOptions};
 use storage::objects::FailingObjectStore;
+use tables::deletes::PartitionState;
 use tables::{catalog, LiveFile, Synced, TableStore, METADATA_VERSIONS_KEPT};
 
 const TOPIC: &str = "orders";
 const TOPIC_ID: &str = "0123456789abcdef0123456789abcdef";
+/// No partition hides anything: no log start cut, no open or aborted transaction.
+static NONE: BTreeMap<i32, PartitionState> = BTreeMap::new();
 
 fn payload(records: usize) -> Bytes {
     let header = BatchHeader {
@@ -53,11 +56,7 @@ struct Env {
 
 fn env_on(objects: Arc<dyn ObjectStore>) -> Env {
     let meta: Arc<dyn MetaStore> = Arc::new(MemoryMetaStore::open(MetaOptions::default()));
-    let tables = TableStore {
-        objects: objects.clone(),
-        meta: meta.clone(),
-        base_url: "memory://".into(),
-    };
+    let tables = TableStore::new(objects.clone(), meta.clone(), "memory://".into());
     Env {
         objects,
         meta,
@@ -123,7 +122,7 @@ async fn a_first_sync_creates_the_table_and_a_second_with_the_same_files_commits
     let files = vec![env.file(0, 0, 10).await, env.file(1, 0, 7).await];
     let synced = env
         .tables
-        .sync(TOPIC, TOPIC_ID, &files, 1_000)
+        .sync(TOPIC, TOPIC_ID, &files, &NONE, 1_000)
         .await
         .unwrap();
     assert!(matches!(
@@ -143,7 +142,7 @@ async fn a_first_sync_creates_the_table_and_a_second_with_the_same_files_commits
     );
     assert_eq!(
         env.tables
-            .sync(TOPIC, TOPIC_ID, &files, 2_000)
+            .sync(TOPIC, TOPIC_ID, &files, &NONE, 2_000)
             .await
             .unwrap(),
         Synced::Unchanged
@@ -159,11 +158,11 @@ async fn appends_keep_history_and_a_removal_expires_every_older_snapshot() {
     let a = env.file(0, 0, 10).await;
     let b = env.file(0, 10, 5).await;
     env.tables
-        .sync(TOPIC, TOPIC_ID, std::slice::from_ref(&a), 1)
+        .sync(TOPIC, TOPIC_ID, std::slice::from_ref(&a), &NONE, 1)
         .await
         .unwrap();
     env.tables
-        .sync(TOPIC, TOPIC_ID, &[a.clone(), b.clone()], 2)
+        .sync(TOPIC, TOPIC_ID, &[a.clone(), b.clone()], &NONE, 2)
         .await
         .unwrap();
     let loaded = env.tables.load(TOPIC).await.unwrap().unwrap();
@@ -181,7 +180,7 @@ async fn appends_keep_history_and_a_removal_expires_every_older_snapshot() {
     // Retention dropped `a` from the index: the table drops it in a snapshot of its own.
     let synced = env
         .tables
-        .sync(TOPIC, TOPIC_ID, std::slice::from_ref(&b), 3)
+        .sync(TOPIC, TOPIC_ID, std::slice::from_ref(&b), &NONE, 3)
         .await
         .unwrap();
     assert!(matches!(
@@ -211,7 +210,7 @@ async fn a_commit_that_lost_the_race_for_the_pointer_changes_nothing() {
     let env = env_on(Arc::new(InMemory::new()));
     let a = env.file(0, 0, 10).await;
     env.tables
-        .sync(TOPIC, TOPIC_ID, std::slice::from_ref(&a), 1)
+        .sync(TOPIC, TOPIC_ID, std::slice::from_ref(&a), &NONE, 1)
         .await
         .unwrap();
     let stale = catalog::get(env.meta.as_ref(), TOPIC)
@@ -220,7 +219,7 @@ async fn a_commit_that_lost_the_race_for_the_pointer_changes_nothing() {
         .unwrap();
     let b = env.file(0, 10, 5).await;
     env.tables
-        .sync(TOPIC, TOPIC_ID, &[a.clone(), b.clone()], 2)
+        .sync(TOPIC, TOPIC_ID, &[a.clone(), b.clone()], &NONE, 2)
         .await
         .unwrap();
     let mut pointer = stale.pointer.clone();
@@ -238,7 +237,13 @@ async fn old_metadata_versions_are_deleted_and_the_kept_ones_all_load() {
     for i in 0..commits {
         files.push(env.file(0, u64::try_from(i).unwrap() * 10, 10).await);
         env.tables
-            .sync(TOPIC, TOPIC_ID, &files, 10 + u64::try_from(i).unwrap())
+            .sync(
+                TOPIC,
+                TOPIC_ID,
+                &files,
+                &NONE,
+                10 + u64::try_from(i).unwrap(),
+            )
             .await
             .unwrap();
     }
@@ -264,9 +269,16 @@ async fn old_metadata_versions_are_deleted_and_the_kept_ones_all_load() {
 async fn a_topic_created_again_under_the_same_name_starts_a_new_table() {
     let env = env_on(Arc::new(InMemory::new()));
     let a = env.file(0, 0, 10).await;
-    env.tables.sync(TOPIC, TOPIC_ID, &[a], 1).await.unwrap();
+    env.tables
+        .sync(TOPIC, TOPIC_ID, &[a], &NONE, 1)
+        .await
+        .unwrap();
     let other_id = "fedcba9876543210fedcba9876543210";
-    let synced = env.tables.sync(TOPIC, other_id, &[], 2).await.unwrap();
+    let synced = env
+        .tables
+        .sync(TOPIC, other_id, &[], &NONE, 2)
+        .await
+        .unwrap();
     assert!(matches!(
         synced,
         Synced::Committed {
@@ -292,7 +304,7 @@ async fn a_failure_at_any_step_of_a_commit_leaves_the_previous_snapshot_whole() 
     let a = env.file(0, 0, 10).await;
     let b = env.file(1, 0, 4).await;
     env.tables
-        .sync(TOPIC, TOPIC_ID, std::slice::from_ref(&a), 1)
+        .sync(TOPIC, TOPIC_ID, std::slice::from_ref(&a), &NONE, 1)
         .await
         .unwrap();
     let mut n = 1;
@@ -304,7 +316,7 @@ async fn a_failure_at_any_step_of_a_commit_leaves_the_previous_snapshot_whole() 
         let wanted = vec![b.clone(), c.clone()];
         let failed = env
             .tables
-            .sync(TOPIC, TOPIC_ID, &wanted, 10 + n)
+            .sync(TOPIC, TOPIC_ID, &wanted, &NONE, 10 + n)
             .await
             .is_err();
         failing.fail_nth_operation(0);
@@ -320,7 +332,7 @@ async fn a_failure_at_any_step_of_a_commit_leaves_the_previous_snapshot_whole() 
             env.objects.head(&Path::from(key)).await.unwrap();
         }
         env.tables
-            .sync(TOPIC, TOPIC_ID, &wanted, 20 + n)
+            .sync(TOPIC, TOPIC_ID, &wanted, &NONE, 20 + n)
             .await
             .unwrap();
         let listed = env.listed().await;
@@ -332,7 +344,7 @@ async fn a_failure_at_any_step_of_a_commit_leaves_the_previous_snapshot_whole() 
         }
         // Back to the state before the step, for the next n.
         env.tables
-            .sync(TOPIC, TOPIC_ID, std::slice::from_ref(&a), 30 + n)
+            .sync(TOPIC, TOPIC_ID, std::slice::from_ref(&a), &NONE, 30 + n)
             .await
             .unwrap();
         n += 1;

@@ -69,7 +69,7 @@ def consume(bootstrap: str, topic: str, partitions: int) -> dict:
     """(partition, offset) -> (key, value, headers) as a read_committed consumer reads them."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
                   "isolation.level": "read_committed", "enable.auto.commit": False,
-                  "enable.partition.eof": True})
+                  "enable.partition.eof": True, "auto.offset.reset": "earliest"})
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got, eof, deadline = {}, set(), time.monotonic() + 60
     while len(eof) < partitions and time.monotonic() < deadline:
@@ -195,5 +195,56 @@ def test_retention_drops_files_from_the_table_before_the_compactor_deletes_them(
         # Retention removed whole files: the table shows what the log still holds.
         assert table_count(b, topic) == len(consume(b.bootstrap, topic, 1))
         assert table_count(b, topic) < 500
+    finally:
+        b.stop()
+
+
+def duckdb_count(b, topic: str) -> int:
+    return duckdb_attached(b).sql(f'SELECT count(*) FROM lake.kafka."{topic}"').fetchone()[0]
+
+
+def test_aborted_transactions_and_markers_are_no_rows_of_the_table(target, tmp_path):
+    b = started(target, tmp_path, compaction="false")
+    try:
+        topic = create_topic(b.bootstrap, f"e2e-ice-txn-{uuid.uuid4().hex[:8]}", 2, {"iceberg.enable": "true"})
+        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": f"t-{uuid.uuid4().hex[:8]}",
+                      "linger.ms": 5})
+        p.init_transactions(30)
+        for round_no in range(6):
+            p.begin_transaction()
+            for i in range(50):
+                p.produce(topic, key=f"r{round_no}-{i}".encode(), value=b"x", partition=i % 2)
+            if round_no % 3 == 1:
+                p.abort_transaction(30)
+            else:
+                p.commit_transaction(30)
+        plain = Producer({"bootstrap.servers": b.bootstrap})
+        for i in range(40):
+            plain.produce(topic, key=f"plain-{i}".encode(), value=b"y", partition=i % 2)
+        assert plain.flush(30) == 0
+        compactor_once(b.data_dir)
+        consumed = consume(b.bootstrap, topic, 2)
+        assert len(consumed) == 4 * 50 + 40, "read_committed sees committed and plain records"
+        assert table_rows(b, topic) == consumed
+        assert duckdb_count(b, topic) == len(consumed)
+    finally:
+        b.stop()
+
+
+def test_delete_records_inside_a_file_hides_the_rows_below_the_new_log_start(target, tmp_path):
+    b = started(target, tmp_path, compaction="false")
+    try:
+        topic = create_topic(b.bootstrap, f"e2e-ice-delrec-{uuid.uuid4().hex[:8]}", 1, {"iceberg.enable": "true"})
+        produce(b.bootstrap, topic, 400, 1, "snappy")
+        compactor_once(b.data_dir)
+        assert table_count(b, topic) == 400
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        done = admin.delete_records([TopicPartition(topic, 0, 123)])
+        [f.result(timeout=30) for f in done.values()]
+        compactor_once(b.data_dir)
+        consumed = consume(b.bootstrap, topic, 1)
+        assert min(o for _, o in consumed) == 123
+        assert table_rows(b, topic) == consumed
+        assert duckdb_count(b, topic) == 400 - 123
     finally:
         b.stop()

@@ -114,11 +114,7 @@ pub async fn start(
         login: RegistryAccess::new(Arc::downgrade(broker), config.basic_auth),
     };
     let catalog = Arc::new(Catalog {
-        tables: tables::TableStore {
-            objects,
-            meta,
-            base_url: tables::base_url(object_store_url),
-        },
+        tables: tables::TableStore::new(objects, meta, tables::base_url(object_store_url)),
         namespace: config.namespace.clone(),
         access: Arc::new(access) as Arc<dyn Access>,
     });

@@ -14,8 +14,6 @@
 use crate::key_escape::{escape, unescape};
 
 const STATE: &str = "txn-state/";
-const OPEN: &str = "txn-open/";
-const ABORTED: &str = "txn-aborted/";
 const OFFSETS: &str = "txn-offsets/";
 /// Above every key character we write, so `prefix..prefix + END` selects a family's keys.
 const END: char = '\u{7f}';
@@ -33,36 +31,10 @@ pub fn transactional_id_of(key: &str) -> Option<String> {
     unescape(key.strip_prefix(STATE)?)
 }
 
-pub fn open_key(stream: &str, producer_id: i64) -> String {
-    format!("{OPEN}{stream}:{producer_id:020}")
-}
-
-/// Every open transaction of one partition.
-pub fn open_range(stream: &str) -> (String, String) {
-    (format!("{OPEN}{stream}:"), format!("{OPEN}{stream}:{END}"))
-}
-
-/// Every open transaction of every partition.
-pub fn all_open_range() -> (String, String) {
-    (OPEN.to_string(), format!("{OPEN}{END}"))
-}
-
-pub fn aborted_key(stream: &str, marker_offset: u64) -> String {
-    format!("{ABORTED}{stream}:{marker_offset:020}")
-}
-
-/// Aborted transactions of a partition whose marker is at or after `from`.
-pub fn aborted_range_from(stream: &str, from: u64) -> (String, String) {
-    (
-        aborted_key(stream, from),
-        format!("{ABORTED}{stream}:{END}"),
-    )
-}
-
-/// The marker offset of an aborted-transaction key.
-pub fn marker_offset_of(key: &str) -> Option<u64> {
-    key.rsplit(':').next()?.parse().ok()
-}
+// The per-partition families are storage's: the compactor's table commits read them too.
+pub use storage::transactions::{
+    aborted_key, aborted_range_from, all_open_range, marker_offset_of, open_key, open_range,
+};
 
 pub fn offsets_key(group_id: &str, transactional_id: &str) -> String {
     format!(

@@ -82,32 +82,7 @@ impl TxnState {
     }
 }
 
-/// A transaction open on one partition.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OpenTxn {
-    pub transactional_id: String,
-    pub producer_id: i64,
-    pub epoch: i16,
-    pub topic: String,
-    pub partition: i32,
-    /// At or below the transaction's first offset here: the high watermark when the entry
-    /// was written, before the first batch was appended.
-    pub first_offset: u64,
-    /// The broker that appends the transaction's batches, so the one to write its marker.
-    pub writer: i32,
-}
-
-/// One aborted transaction of a partition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AbortedTxn {
-    pub producer_id: i64,
-    pub first_offset: u64,
-    /// The offset of its abort marker.
-    pub last_offset: u64,
-    /// The partition's last stable offset once this transaction was over: no transaction
-    /// aborted later began below it, which bounds the scans of fetches (Kafka's rule).
-    pub stable_after: u64,
-}
+pub use storage::transactions::{AbortedTxn, OpenTxn};
 
 /// One offset a transaction commits for a group.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

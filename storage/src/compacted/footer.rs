@@ -91,6 +91,56 @@ impl Footer {
     }
 }
 
+/// What a file's footer statistics say about its rows (Iceberg manifests carry it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStats {
+    pub rows: u64,
+    /// Lowest and highest record offset (absent if a row group has no statistics).
+    pub offsets: Option<(u64, u64)>,
+    /// Whether some row may be of a transactional batch (true when unknown).
+    pub transactional: bool,
+    /// Whether some row may be of a control batch (true when unknown).
+    pub control: bool,
+}
+
+/// Leaf columns of `is_transactional` and `is_control` (see `columns::SCHEMA`).
+const IS_TRANSACTIONAL_LEAF: usize = 18;
+const IS_CONTROL_LEAF: usize = 19;
+
+impl Footer {
+    pub fn stats(&self) -> FileStats {
+        let mut offsets: Option<(u64, u64)> = None;
+        let mut known = true;
+        for g in &self.groups {
+            match (g.offsets, offsets) {
+                (None, _) => known = false,
+                (Some(o), None) => offsets = Some(o),
+                (Some((lo, hi)), Some((a, b))) => offsets = Some((a.min(lo), b.max(hi))),
+            }
+        }
+        let any_true = |leaf: usize| {
+            (0..self.metadata.num_row_groups()).any(|i| {
+                match self
+                    .metadata
+                    .row_group(i)
+                    .columns()
+                    .get(leaf)
+                    .and_then(|c| c.statistics())
+                {
+                    Some(Statistics::Boolean(s)) => s.max_opt().is_none_or(|max| *max),
+                    _ => true,
+                }
+            })
+        };
+        FileStats {
+            rows: self.groups.iter().map(|g| g.rows as u64).sum(),
+            offsets: if known { offsets } else { None },
+            transactional: any_true(IS_TRANSACTIONAL_LEAF),
+            control: any_true(IS_CONTROL_LEAF),
+        }
+    }
+}
+
 impl Weigh for Footer {
     fn weight_bytes(&self) -> usize {
         self.metadata.memory_size()

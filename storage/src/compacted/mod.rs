@@ -13,7 +13,7 @@ pub mod writer;
 
 pub use columns::schema;
 pub use error::CompactedError;
-pub use footer::{Footer, ParsedTail, RowGroupSpan, FOOTER_PREFETCH_BYTES};
+pub use footer::{FileStats, Footer, ParsedTail, RowGroupSpan, FOOTER_PREFETCH_BYTES};
 pub use reader::{decode_group, read_batches, RebuildOptions, RebuiltBatches, RebuiltGroup};
 pub use record_batch::{BatchHeader, DecodedBatch, RecordRow};
 pub use writer::{write_file, FileWriter, WriterOptions, WrittenFile, WrittenMeta};
