@@ -4,7 +4,9 @@
 //! delay calls, fail them, or apply writes and lose the answer. Everything runs on one thread
 //! in a paused tokio runtime, so a seed replays exactly. After every check step the invariants
 //! of `check` must hold: acknowledged appends readable at their offsets, offsets dense from
-//! the log start, failed appends never readable, nothing twice, bounds never moving back.
+//! the log start, failed appends never readable, nothing twice, bounds never moving back; and
+//! the streams' Iceberg table lists each file once, only files that exist, and once healed
+//! exactly the index's Parquet files (`table`).
 //!
 //! `cargo test -p compactor --test simulation` runs `SIM_SEEDS` seeds (default 300) from
 //! `SIM_FIRST_SEED` (default 1); `scripts/simulate.sh N` runs many more in release mode and
@@ -23,6 +25,7 @@ mod check;
 mod faults;
 mod model;
 mod rng;
+mod table;
 mod world;
 
 use std::time::Duration;
@@ -49,6 +52,7 @@ fn simulate(seed: u64) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let mut world = World::new(Rng::new(seed));
+        world.create_topic().await;
         for step in 0..STEPS {
             world
                 .step()
@@ -96,6 +100,7 @@ fn a_seed_replays_exactly() {
             .unwrap();
         runtime.block_on(async move {
             let mut world = World::new(Rng::new(seed));
+            world.create_topic().await;
             for _ in 0..STEPS / 2 {
                 world.step().await.unwrap();
             }

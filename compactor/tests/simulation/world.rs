@@ -20,6 +20,7 @@ use super::check::{self, lock, Tag};
 use super::faults::{FaultRates, Faults, MetaFaults, ObjectFaults};
 use super::model::{classify, Model, Outcome};
 use super::rng::Rng;
+use super::table;
 
 const STREAMS: usize = 4;
 /// Wall time at the start of every run (November 2023), so timestamps are the same each run.
@@ -94,6 +95,11 @@ impl World {
         };
         world.log.push(format!("seed {seed}"));
         world
+    }
+
+    /// Makes the streams the partitions of a topic that is an Iceberg table.
+    pub async fn create_topic(&self) {
+        table::create_topic(&self.healthy_meta(), STREAMS, EPOCH_MS).await;
     }
 
     /// One step the generator picks.
@@ -226,7 +232,13 @@ impl World {
         let stream = self.rng.below(STREAMS as u64) as usize;
         let done = check::check_stream(&self.node.storage, &self.model, stream).await?;
         self.log.push(format!("check {stream}: {done}"));
+        table::check_listed(&self.objects, &self.healthy_meta()).await?;
         Ok(())
+    }
+
+    /// A handle on the shared MetaStore without faults, for checks.
+    fn healthy_meta(&self) -> Arc<dyn MetaStore> {
+        Arc::new(self.meta.handle(MetaOptions::default()))
     }
 
     /// Faults stop, pending work settles, the compactor runs to the end; then every stream
@@ -260,6 +272,19 @@ impl World {
             if !check::check_stream(&self.node.storage, &self.model, stream).await? {
                 return Err(format!("stream {stream} unreadable without faults"));
             }
+        }
+        let meta = self.healthy_meta();
+        let listed = table::check_listed(&self.objects, &meta).await?;
+        let streams: Vec<String> = lock(&self.model)
+            .streams
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        let indexed = table::indexed(&meta, &streams).await;
+        if listed != indexed {
+            return Err(format!(
+                "the table lists {listed:?}, the index holds {indexed:?}"
+            ));
         }
         let pending = lock(&self.model)
             .outcomes()
