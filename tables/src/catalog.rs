@@ -26,6 +26,7 @@ pub struct TablePointer {
     pub sequence_number: i64,
     pub committed_ms: u64,
     pub data_files: u64,
+    /// Rows a query sees: the data files' rows less those position deletes hide.
     pub records: i64,
 }
 

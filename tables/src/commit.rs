@@ -484,7 +484,7 @@ impl TableStore {
             sequence_number,
             committed_ms: plan.now_ms,
             data_files: totals.data_files,
-            records: totals.records,
+            records: totals.records - totals.position_deletes,
         };
         let previous_version = current.map(|c| c.versioned.version_id);
         catalog::swap(self.meta.as_ref(), plan.topic, previous_version, &pointer).await?;

@@ -457,6 +457,27 @@ mod tests {
     }
 
     #[test]
+    fn a_topic_is_a_table_by_its_override_else_by_the_broker_default() {
+        let kafka = TopicDefaults::kafka();
+        assert!(
+            !TopicConfig::resolve(&overrides(&[]), &kafka)
+                .unwrap()
+                .iceberg_enable
+        );
+        let on = overrides(&[("iceberg.enable", "true")]);
+        assert!(TopicConfig::resolve(&on, &kafka).unwrap().iceberg_enable);
+        let all = TopicDefaults::with([("iceberg.enable.default", "true")]).unwrap();
+        assert!(
+            TopicConfig::resolve(&overrides(&[]), &all)
+                .unwrap()
+                .iceberg_enable
+        );
+        let off = overrides(&[("iceberg.enable", "false")]);
+        assert!(!TopicConfig::resolve(&off, &all).unwrap().iceberg_enable);
+        assert!(TopicConfig::resolve(&overrides(&[("iceberg.enable", "yes")]), &kafka).is_err());
+    }
+
+    #[test]
     fn a_stored_record_resolves_without_its_bad_overrides() {
         let stored = overrides(&[
             ("retention.ms", "1000"),
