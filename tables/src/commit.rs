@@ -413,6 +413,7 @@ impl TableStore {
     }
 
     async fn commit(&self, current: Option<&Loaded>, plan: Plan<'_>) -> Result<Synced, TableError> {
+        let started = std::time::Instant::now();
         let sequence_number = current.map_or(0, |c| c.metadata.last_sequence_number) + 1;
         let snapshot_id = new_snapshot_id();
         let folder = format!("tables/{}/metadata", plan.topic_id);
@@ -496,6 +497,7 @@ impl TableStore {
             deletes_added = plan.deletes.added.len(),
             deletes_removed = plan.deletes.removed.len(),
             data_files = totals.data_files,
+            took_ms = started.elapsed().as_millis(),
             "committed table snapshot"
         );
         let live_deletes: HashSet<String> = manifests

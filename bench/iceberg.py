@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Iceberg tables benchmark (run through bench/iceberg.sh).
+
+Per round (BENCH_ICEBERG_ROUNDS, default 3), twice, tables off then on (order alternating): a
+release broker (`--compaction false`) takes BENCH_ICEBERG_MIB MiB (default 256) of the same
+keyed 4 KiB records over 4 partitions; then `compactor --once` (release) compacts them, timed
+(wall, CPU); with tables on its table commit is timed by the commit's own log (`took_ms`).
+Bytes written = compacted files + table files (metadata, manifests, deletes), per GiB of
+record bytes produced. With tables on, DuckDB (iceberg extension, ATTACH to the broker's REST
+catalog) scans the table, then the same rows exported once to one plain Parquet file (medians
+of 5). Last, freshness: a broker with in-process compaction at its defaults takes a steady
+BENCH_ICEBERG_RATE_MB (default 2) MB/s for BENCH_ICEBERG_FRESHNESS_S (default 150) s; every
+5 s DuckDB reads the newest record timestamp in the table; lag = now - that timestamp.
+"""
+import glob
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+os.environ.setdefault("BROKER_BIN", str(ROOT / "target" / "release" / "broker"))
+os.environ.setdefault("RUST_LOG", "warn")
+
+from confluent_kafka import Producer  # noqa: E402
+
+from conftest import create_topic  # noqa: E402
+from targets import BrokerProcess, free_port  # noqa: E402
+
+COMPACTOR_BIN = os.environ.get("COMPACTOR_BIN", str(ROOT / "target" / "release" / "compactor"))
+MIB = int(os.environ.get("BENCH_ICEBERG_MIB", "256"))
+ROUNDS = int(os.environ.get("BENCH_ICEBERG_ROUNDS", "3"))
+RATE_MB = float(os.environ.get("BENCH_ICEBERG_RATE_MB", "2"))
+FRESHNESS_S = int(os.environ.get("BENCH_ICEBERG_FRESHNESS_S", "150"))
+PARTITIONS = 4
+VALUE_BYTES = 4096
+TOPIC = "bench-iceberg"
+TEMPLATE = (b'{"service":"checkout","region":"eu-west-1","level":"info","message":"order accepted",'
+            b'"tags":["web","mobile","beta"]} ' * 40)[:VALUE_BYTES // 2]
+MEASURE = ("import os, subprocess, sys, time; t = time.monotonic(); p = subprocess.Popen(sys.argv[1:]); "
+           "_, status, u = os.wait4(p.pid, 0); sys.stdout.flush(); "
+           "print(f'bench_wall_us: {int((time.monotonic() - t) * 1e6)} "
+           "bench_cpu_us: {int((u.ru_utime + u.ru_stime) * 1e6)}'); "
+           "sys.exit(os.waitstatus_to_exitcode(status))")
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def value(i: int) -> bytes:
+    """Unique per record, half pseudo-random hex, half repeated text: about 2x compressible."""
+    return (b"%016x" % (i * 0x9E3779B97F4A7C15 % (1 << 64))) * (VALUE_BYTES // 64) + TEMPLATE
+
+
+def produce(bootstrap, count):
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 1 << 20})
+    for i in range(count):
+        while True:
+            try:
+                p.produce(TOPIC, key=b"key-%08d" % i, value=value(i), partition=i % PARTITIONS)
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(300) == 0
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def compact(data_dir: Path):
+    cmd = [COMPACTOR_BIN, "--data-dir", str(data_dir), "--object-store", f"file://{data_dir}/objects",
+           "--metastore", "embedded", "--once", "--compaction-min-bytes", "0", "--compaction-min-age-ms", "0",
+           "--compaction-grace-period-ms", "0"]
+    env = {**os.environ, "RUST_LOG": "warn,tables=info"}
+    proc = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True, env=env)
+    out, err = proc.stdout.decode(), proc.stderr.decode()
+    if proc.returncode != 0:
+        raise RuntimeError(f"compactor exited {proc.returncode}: {out}{err[-2000:]}")
+    fields = dict(re.findall(r"(\w+): (\d+)", out))
+    commits = [int(ms) for ms in re.findall(r"took_ms=(\d+)", err)]
+    return int(fields["bench_wall_us"]) / 1e6, int(fields["bench_cpu_us"]) / 1e6, commits
+
+
+def duckdb_lake(catalog_url):
+    import duckdb
+    import duckdb_extension_avro
+    import duckdb_extension_httpfs
+    import duckdb_extension_iceberg
+    con = duckdb.connect()
+    for ext in (duckdb_extension_httpfs, duckdb_extension_avro, duckdb_extension_iceberg):
+        con.load_extension(glob.glob(ext.__path__[0] + "/extensions/*/*.duckdb_extension")[0])
+    con.sql(f"ATTACH 'ours' AS lake (TYPE iceberg, ENDPOINT '{catalog_url}', AUTHORIZATION_TYPE 'none')")
+    return con
+
+
+def timed(con, sql, times=5):
+    samples = []
+    for _ in range(times):
+        started = time.monotonic()
+        result = con.sql(sql).fetchall()
+        samples.append(time.monotonic() - started)
+    return statistics.median(samples), result
+
+
+def scans(broker, work):
+    con = duckdb_lake(broker.catalog_url)
+    table = f'lake.kafka."{TOPIC}"'
+    query = "SELECT count(*), sum(length(value)), max(\"offset\") FROM {}"
+    table_s, table_result = timed(con, query.format(table))
+    export = work / "export.parquet"
+    con.sql(f"COPY (SELECT * FROM {table}) TO '{export}' (FORMAT parquet)")
+    plain_s, plain_result = timed(con, query.format(f"read_parquet('{export}')"))
+    assert table_result == plain_result, (table_result, plain_result)
+    return table_s, plain_s, table_result[0][0]
+
+
+def broker_with_catalog(data_dir, settings):
+    port = free_port()
+    b = BrokerProcess("ours", data_dir, settings={"iceberg.catalog.listen": f"127.0.0.1:{port}", **settings})
+    b.catalog_url = f"http://127.0.0.1:{port}"
+    return b
+
+
+def one_run(work: Path, tables_on: bool, count: int):
+    data = work / ("on" if tables_on else "off")
+    b = broker_with_catalog(data, {"compaction": "false"})
+    b.start()
+    try:
+        create_topic(b.bootstrap, TOPIC, PARTITIONS, {"iceberg.enable": str(tables_on).lower()})
+        produce(b.bootstrap, count)
+    finally:
+        b.stop()
+    wall, cpu, commits = compact(data)
+    result = {"wall": wall, "cpu": cpu, "commits": commits,
+              "compacted": tree_bytes(data / "objects" / "compacted"),
+              "tables": tree_bytes(data / "objects" / "tables")}
+    if tables_on:
+        b.start()
+        try:
+            result["table_s"], result["plain_s"], rows = scans(b, work)
+            assert rows == count, f"table rows {rows} != {count}"
+        finally:
+            b.stop()
+    shutil.rmtree(data, ignore_errors=True)
+    return result
+
+
+def freshness(work: Path):
+    b = broker_with_catalog(work / "fresh", {})
+    b.start()
+    lags = []
+    try:
+        create_topic(b.bootstrap, TOPIC, PARTITIONS, {"iceberg.enable": "true"})
+        stop = threading.Event()
+
+        def steady():
+            p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+            per_tick, i = max(1, int(RATE_MB * 1e6 / VALUE_BYTES / 10)), 0
+            while not stop.is_set():
+                tick = time.monotonic()
+                for _ in range(per_tick):
+                    p.produce(TOPIC, key=b"key-%08d" % i, value=value(i), partition=i % PARTITIONS)
+                    i += 1
+                p.poll(0)
+                time.sleep(max(0.0, 0.1 - (time.monotonic() - tick)))
+            p.flush(30)
+
+        producer = threading.Thread(target=steady)
+        producer.start()
+        con = None
+        deadline = time.monotonic() + FRESHNESS_S
+        while time.monotonic() < deadline:
+            time.sleep(5)
+            try:
+                con = con or duckdb_lake(b.catalog_url)
+                newest = con.sql(f'SELECT max(timestamp) FROM lake.kafka."{TOPIC}"').fetchone()[0]
+            except Exception as e:  # the table is created by the first pass
+                log(f"no table yet: {str(e)[:80]}")
+                con = None
+                continue
+            if newest is not None:
+                lags.append(time.time() - newest / 1000)
+        stop.set()
+        producer.join()
+    finally:
+        b.stop()
+    return lags
+
+
+def main():
+    count = MIB * (1 << 20) // VALUE_BYTES
+    work = Path(tempfile.mkdtemp(prefix="bench-iceberg-"))
+    runs = {True: [], False: []}
+    try:
+        for r in range(ROUNDS):
+            for tables_on in ((False, True) if r % 2 == 0 else (True, False)):
+                log(f"round {r + 1}: tables {'on' if tables_on else 'off'}, {MIB} MiB")
+                runs[tables_on].append(one_run(work, tables_on, count))
+        log(f"freshness: {RATE_MB} MB/s for {FRESHNESS_S} s, default compaction settings")
+        lags = freshness(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    med = lambda mode, key: statistics.median(r[key] for r in runs[mode])  # noqa: E731
+    produced = count * (VALUE_BYTES + 12)
+    gib = produced / (1 << 30)
+    on_written = med(True, "compacted") + med(True, "tables")
+    commits = [ms for r in runs[True] for ms in r["commits"]]
+    steady = lags[len(lags) // 3:] or lags
+    rows = [
+        ("data", f"{count} x {VALUE_BYTES} B over {PARTITIONS} partitions ({produced / 1e6:.0f} MB), {ROUNDS} rounds"),
+        ("compactor --once wall, tables off / on (median)",
+         f"{med(False, 'wall'):.2f} s / {med(True, 'wall'):.2f} s ({med(True, 'wall') / med(False, 'wall'):.3f}x)"),
+        ("compactor CPU, tables off / on (median)",
+         f"{med(False, 'cpu'):.2f} s / {med(True, 'cpu'):.2f} s ({med(True, 'cpu') / med(False, 'cpu'):.3f}x)"),
+        ("table commit latency (median / max of commits)",
+         f"{statistics.median(commits)} ms / {max(commits)} ms" if commits else "no commit logged"),
+        ("bytes written per GiB produced, tables off", f"{med(False, 'compacted') / gib / (1 << 30):.3f} GiB"),
+        ("bytes written per GiB produced, tables on",
+         f"{on_written / gib / (1 << 30):.3f} GiB (table files: {med(True, 'tables') / 1e3:.1f} kB)"),
+        ("DuckDB scan: table via REST catalog / same rows as one plain Parquet file (median of 5)",
+         f"{med(True, 'table_s') * 1e3:.0f} ms / {med(True, 'plain_s') * 1e3:.0f} ms"),
+        (f"freshness lag at {RATE_MB} MB/s, default compaction (median / max, last 2/3 of {len(lags)} samples)",
+         f"{statistics.median(steady):.1f} s / {max(steady):.1f} s" if steady else "no sample"),
+    ]
+    print("| measure | value |\n|---|---|")
+    for name, v in rows:
+        print(f"| {name} | {v} |")
+
+
+if __name__ == "__main__":
+    main()
