@@ -14,6 +14,7 @@ BENCH_ICEBERG_RATE_MB (default 2) MB/s for BENCH_ICEBERG_FRESHNESS_S (default 15
 """
 import glob
 import os
+import random
 import re
 import shutil
 import statistics
@@ -56,8 +57,9 @@ def log(message):
 
 
 def value(i: int) -> bytes:
-    """Unique per record, half pseudo-random hex, half repeated text: about 2x compressible."""
-    return (b"%016x" % (i * 0x9E3779B97F4A7C15 % (1 << 64))) * (VALUE_BYTES // 64) + TEMPLATE
+    """Unique per record, half pseudo-random hex (seeded by `i`, the same in every run), half
+    repeated text: about 2x compressible, as bench/compaction.py's."""
+    return random.Random(i).randbytes(VALUE_BYTES // 4).hex().encode() + TEMPLATE
 
 
 def produce(bootstrap, count):
@@ -114,7 +116,7 @@ def timed(con, sql, times=5):
 def scans(broker, work):
     con = duckdb_lake(broker.catalog_url)
     table = f'lake.kafka."{TOPIC}"'
-    query = "SELECT count(*), sum(length(value)), max(\"offset\") FROM {}"
+    query = "SELECT count(*), sum(octet_length(value)), max(\"offset\") FROM {}"
     table_s, table_result = timed(con, query.format(table))
     export = work / "export.parquet"
     con.sql(f"COPY (SELECT * FROM {table}) TO '{export}' (FORMAT parquet)")
@@ -140,6 +142,7 @@ def one_run(work: Path, tables_on: bool, count: int):
     finally:
         b.stop()
     wall, cpu, commits = compact(data)
+    log(f"compacted in {wall:.2f} s wall, {cpu:.2f} s CPU; commits {commits}")
     result = {"wall": wall, "cpu": cpu, "commits": commits,
               "compacted": tree_bytes(data / "objects" / "compacted"),
               "tables": tree_bytes(data / "objects" / "tables")}
@@ -226,7 +229,8 @@ def main():
          f"{statistics.median(commits)} ms / {max(commits)} ms" if commits else "no commit logged"),
         ("bytes written per GiB produced, tables off", f"{med(False, 'compacted') / gib / (1 << 30):.3f} GiB"),
         ("bytes written per GiB produced, tables on",
-         f"{on_written / gib / (1 << 30):.3f} GiB (table files: {med(True, 'tables') / 1e3:.1f} kB)"),
+         f"{on_written / gib / (1 << 30):.3f} GiB, {on_written / med(False, 'compacted'):.4f}x of off "
+         f"(table files: {med(True, 'tables') / 1e3:.1f} kB)"),
         ("DuckDB scan: table via REST catalog / same rows as one plain Parquet file (median of 5)",
          f"{med(True, 'table_s') * 1e3:.0f} ms / {med(True, 'plain_s') * 1e3:.0f} ms"),
         (f"freshness lag at {RATE_MB} MB/s, default compaction (median / max, last 2/3 of {len(lags)} samples)",

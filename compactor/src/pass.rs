@@ -206,7 +206,15 @@ impl Compactor {
         let now_ms = self.clock.now_ms();
         let (tables, index_meta) = (&self.tables, &self.index_meta);
         report.tables = crate::tables::sync_all(tables, index_meta, &self.config, now_ms).await;
-        let table_files = tables.referenced_keys().await?;
+        // A table that cannot be read protects its files by stopping the sweep (never the WAL
+        // reclamation): no compacted file is deleted this pass.
+        let table_files = match tables.referenced_keys().await {
+            Ok(keys) => Some(keys),
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the tables' files; no orphan sweep this pass");
+                None
+            }
+        };
         let sweeper = OrphanSweeper {
             objects: &self.objects,
             index_meta: &self.index_meta,
@@ -218,9 +226,11 @@ impl Compactor {
         }
         .list()
         .await?;
-        report.orphans_deleted = sweeper
-            .run(&tasks, &table_files, self.clock.now_ms())
-            .await?;
+        if let Some(table_files) = &table_files {
+            report.orphans_deleted = sweeper
+                .run(&tasks, table_files, self.clock.now_ms())
+                .await?;
+        }
         let reclaimer = Reclaimer {
             objects: &self.objects,
             meta: &self.index_meta,

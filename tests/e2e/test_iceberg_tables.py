@@ -248,3 +248,29 @@ def test_delete_records_inside_a_file_hides_the_rows_below_the_new_log_start(tar
         assert duckdb_count(b, topic) == 400 - 123
     finally:
         b.stop()
+
+
+def test_a_topic_turned_into_a_table_later_is_backfilled_with_its_compacted_history(target, tmp_path):
+    b = started(target, tmp_path, compaction="false")
+    try:
+        topic = create_topic(b.bootstrap, f"e2e-ice-backfill-{uuid.uuid4().hex[:8]}", 2)
+        produce(b.bootstrap, topic, 300, 2, "gzip")
+        compactor_once(b.data_dir)
+        assert table_count(b, topic) == -1, "not a table yet"
+        produce(b.bootstrap, topic, 100, 2, "none")
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        entry = ConfigEntry("iceberg.enable", "true", incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+        compactor_once(b.data_dir)
+        assert table_rows(b, topic) == consume(b.bootstrap, topic, 2)
+        assert table_count(b, topic) == 400
+        # Turned off again: the table leaves the catalog, the topic stays whole.
+        entry = ConfigEntry("iceberg.enable", "false", incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+        compactor_once(b.data_dir)
+        assert table_count(b, topic) == -1
+        assert len(consume(b.bootstrap, topic, 2)) == 400
+    finally:
+        b.stop()
