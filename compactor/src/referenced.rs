@@ -17,6 +17,23 @@ pub async fn object_keys(
     file_type: FileType,
 ) -> Result<HashSet<String>, CompactorError> {
     let mut keys = HashSet::new();
+    visit(meta, s, |_, entry| {
+        if entry.file_type == file_type {
+            keys.insert(entry.object_key);
+        }
+    })
+    .await?;
+    Ok(keys)
+}
+
+/// Calls `f` with every index entry of stream `s` and the end offset its key names, in key
+/// order, a page at a time (entries are not all held at once: a Parquet entry lists up to
+/// thousands of batches).
+pub async fn visit(
+    meta: &dyn MetaStore,
+    s: &str,
+    mut f: impl FnMut(u64, IndexEntry),
+) -> Result<(), CompactorError> {
     let mut from = stream::index_range_start(s);
     let end = stream::index_range_end(s);
     loop {
@@ -28,14 +45,13 @@ pub async fn object_keys(
         from = format!("{}\u{1}", last.key);
         let full = page.len() == SCAN_PAGE_RECORDS;
         for r in page {
-            let entry = IndexEntry::decode(&r.value)?;
-            if entry.file_type == file_type {
-                keys.insert(entry.object_key);
-            }
+            let (end_offset, _) = stream::parse_index_key(s, &r.key)
+                .ok_or_else(|| CompactorError::Corrupt(format!("index key {}", r.key)))?;
+            f(end_offset, IndexEntry::decode(&r.value)?);
         }
         if !full {
             break;
         }
     }
-    Ok(keys)
+    Ok(())
 }

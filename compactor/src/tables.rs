@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use metastore::MetaStore;
-use storage::{stream, topics, transactions, FileType, IndexEntry};
+use storage::{topics, transactions, FileType};
 use tables::deletes::PartitionState;
 use tables::{catalog, LiveFile, Synced, TableStore};
 
@@ -163,31 +163,16 @@ async fn live_files(
             partition,
             partition_state(txn_meta.as_ref(), &s, log_start).await?,
         );
-        let mut from = stream::index_range_start(&s);
-        let end = stream::index_range_end(&s);
-        loop {
-            let page = meta
-                .range_scan(&from, &end, Some(&s), SCAN_PAGE_RECORDS)
-                .await?;
-            let Some(last) = page.last() else { break };
-            from = format!("{}\u{1}", last.key);
-            let full = page.len() == SCAN_PAGE_RECORDS;
-            for r in page {
-                let entry = IndexEntry::decode(&r.value)?;
-                let end_offset =
-                    stream::parse_index_key(&s, &r.key).map_or(u64::MAX, |(end, _)| end);
-                if entry.file_type == FileType::Parquet && end_offset > log_start {
-                    out.push(LiveFile {
-                        object_key: entry.object_key,
-                        partition,
-                        file_size_bytes: u64::from(entry.byte_len),
-                    });
-                }
+        crate::referenced::visit(meta.as_ref(), &s, |end_offset, entry| {
+            if entry.file_type == FileType::Parquet && end_offset > log_start {
+                out.push(LiveFile {
+                    object_key: entry.object_key,
+                    partition,
+                    file_size_bytes: u64::from(entry.byte_len),
+                });
             }
-            if !full {
-                break;
-            }
-        }
+        })
+        .await?;
     }
     Ok((out, states))
 }

@@ -211,6 +211,18 @@ impl TableStore {
             }
         }
         diff.added.sort_by(|a, b| a.path.cmp(&b.path));
+        debug_assert!(
+            {
+                let paths = diff
+                    .kept
+                    .iter()
+                    .map(|e| &e.file.path)
+                    .chain(diff.added.iter().map(|f| &f.path));
+                let all: Vec<&String> = paths.collect();
+                all.iter().collect::<HashSet<_>>().len() == all.len()
+            },
+            "a data file is listed once"
+        );
         Ok((diff, deletes))
     }
 
@@ -369,6 +381,15 @@ impl Plan<'_> {
     }
 }
 
+/// Names and numbers of the snapshot a commit writes.
+struct Version {
+    /// `tables/<topic id>/metadata/<sequence number>-<nonce>`: every object of the commit starts
+    /// with it, so a commit that lost a race never overwrites the winner's.
+    prefix: String,
+    snapshot_id: i64,
+    sequence_number: i64,
+}
+
 /// A manifest written for a commit, and its entries.
 struct Written {
     file: ManifestFile,
@@ -412,6 +433,32 @@ impl TableStore {
         Ok(Written { file, entries })
     }
 
+    /// The data manifest, and the delete manifest when there are delete files.
+    async fn write_manifests(
+        &self,
+        plan: &Plan<'_>,
+        v: &Version,
+        header: &ManifestHeader<'_>,
+    ) -> Result<Vec<Written>, TableError> {
+        let (id, seq) = (v.snapshot_id, v.sequence_number);
+        let data = manifest_entries(&plan.data, id, seq);
+        let key = format!("{}-m0.avro", v.prefix);
+        let mut manifests = vec![
+            self.write_manifest(&key, header, Content::Data, data, id, seq)
+                .await?,
+        ];
+        let deletes = manifest_entries(&plan.deletes, id, seq);
+        if !deletes.is_empty() {
+            let key = format!("{}-m1.avro", v.prefix);
+            let content = Content::PositionDeletes;
+            manifests.push(
+                self.write_manifest(&key, header, content, deletes, id, seq)
+                    .await?,
+            );
+        }
+        Ok(manifests)
+    }
+
     async fn commit(&self, current: Option<&Loaded>, plan: Plan<'_>) -> Result<Synced, TableError> {
         let started = std::time::Instant::now();
         let sequence_number = current.map_or(0, |c| c.metadata.last_sequence_number) + 1;
@@ -427,31 +474,12 @@ impl TableStore {
             schema_json: &schema.to_string(),
             partition_spec_json: &spec_fields.to_string(),
         };
-        let data = self
-            .write_manifest(
-                &format!("{folder}/{sequence_number:05}-{nonce}-m0.avro"),
-                &header,
-                Content::Data,
-                manifest_entries(&plan.data, snapshot_id, sequence_number),
-                snapshot_id,
-                sequence_number,
-            )
-            .await?;
-        let mut manifests = vec![data];
-        let delete_entries = manifest_entries(&plan.deletes, snapshot_id, sequence_number);
-        if !delete_entries.is_empty() {
-            let deletes = self
-                .write_manifest(
-                    &format!("{folder}/{sequence_number:05}-{nonce}-m1.avro"),
-                    &header,
-                    Content::PositionDeletes,
-                    delete_entries,
-                    snapshot_id,
-                    sequence_number,
-                )
-                .await?;
-            manifests.push(deletes);
-        }
+        let version = Version {
+            prefix: format!("{folder}/{sequence_number:05}-{nonce}"),
+            snapshot_id,
+            sequence_number,
+        };
+        let manifests = self.write_manifests(&plan, &version, &header).await?;
         let parent = current.and_then(|c| c.metadata.current_snapshot_id);
         let list_key = format!("{folder}/{sequence_number:05}-snap-{snapshot_id}-{nonce}.avro");
         let files: Vec<ManifestFile> = manifests.iter().map(|m| m.file.clone()).collect();

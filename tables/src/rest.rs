@@ -21,12 +21,7 @@ use telemetry::http::BasicCredentials;
 
 use crate::{catalog, TableStore};
 
-/// The authenticated caller: a user name, or `None` when the listener does not authenticate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    pub user: Option<String>,
-    pub peer: SocketAddr,
-}
+pub use telemetry::http::Caller;
 
 /// Authentication and authorization, decided by the process that owns users and ACLs.
 pub trait Access: Send + Sync {

@@ -4,6 +4,7 @@
 //! each connection's life, so scrapers cannot pile up. [`HttpSecurity`] adds TLS and guards
 //! `/metrics` with HTTP Basic authentication ([`access`]).
 
+mod accept;
 pub mod access;
 pub mod router;
 
@@ -20,10 +21,10 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 use crate::ready::Readiness;
-pub use access::{Access, BasicCredentials, HttpSecurity, MetricsAccess, TlsSource};
+pub use access::{Access, BasicCredentials, Caller, HttpSecurity, MetricsAccess, TlsSource};
 
 pub const CONNECTIONS_MAX: usize = 64;
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -116,33 +117,18 @@ impl HttpServer {
         self.listener.local_addr().ok()
     }
 
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        let permits = Arc::new(Semaphore::new(CONNECTIONS_MAX));
-        loop {
-            let accepted = tokio::select! {
-                accepted = self.listener.accept() => accepted,
-                _ = shutdown.wait_for(|stop| *stop) => return,
-            };
-            let (stream, peer) = match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "http accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let Ok(permit) = permits.clone().try_acquire_owned() else {
-                tracing::debug!(%peer, "http connection refused: too many open");
-                continue;
-            };
-            let served = self.served.clone();
-            tokio::spawn(async move {
-                let _ =
-                    tokio::time::timeout(CONNECTION_LIFETIME_MAX, served.connection(stream, peer))
-                        .await;
-                drop(permit);
-            });
-        }
+    pub async fn run(self, shutdown: watch::Receiver<bool>) {
+        let bounds = accept::Bounds {
+            name: "http_listen",
+            connections_max: CONNECTIONS_MAX,
+            lifetime_max: CONNECTION_LIFETIME_MAX,
+        };
+        let served = self.served.clone();
+        accept::accept_loop(&self.listener, bounds, shutdown, move |stream, peer| {
+            let served = served.clone();
+            async move { served.connection(stream, peer).await }
+        })
+        .await;
     }
 }
 

@@ -76,13 +76,7 @@ impl Access for CatalogAccess {
         credentials: Option<BasicCredentials>,
         peer: SocketAddr,
     ) -> BoxFuture<'_, Option<Caller>> {
-        Box::pin(async move {
-            let caller = self.login.login(credentials, peer).await?;
-            Some(Caller {
-                user: caller.user,
-                peer: caller.peer,
-            })
-        })
+        Box::pin(self.login.login(credentials, peer))
     }
 
     fn may_describe(&self, caller: &Caller, topic: &str) -> bool {

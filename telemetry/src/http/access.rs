@@ -16,6 +16,14 @@ use tokio_rustls::TlsAcceptor;
 pub const AUTHORIZATION_BYTES_MAX: usize = 4096;
 
 /// The user and password of an `Authorization: Basic` header.
+/// Who called an HTTP API of ours once authenticated: a user name, or `None` when the
+/// listener does not authenticate (the schema registry, the Iceberg catalog).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub user: Option<String>,
+    pub peer: SocketAddr,
+}
+
 #[derive(Clone, PartialEq, Eq)]
 pub struct BasicCredentials {
     pub user: String,

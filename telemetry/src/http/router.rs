@@ -12,7 +12,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
 pub const CONNECTIONS_MAX: usize = 256;
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -64,32 +64,17 @@ impl Server {
     }
 
     /// Serves until `shutdown` turns true.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        let permits = Arc::new(Semaphore::new(CONNECTIONS_MAX));
-        loop {
-            let accepted = tokio::select! {
-                accepted = self.listener.accept() => accepted,
-                _ = shutdown.wait_for(|stop| *stop) => return,
-            };
-            let (stream, peer) = match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(listener = self.setting, %error, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let Ok(permit) = permits.clone().try_acquire_owned() else {
-                tracing::debug!(listener = self.setting, %peer, "connection refused: too many open");
-                continue;
-            };
-            let (router, tls) = (self.router.clone(), self.tls.clone());
-            tokio::spawn(async move {
-                let served = connection(stream, peer, router, tls);
-                let _ = tokio::time::timeout(CONNECTION_LIFETIME_MAX, served).await;
-                drop(permit);
-            });
-        }
+    pub async fn run(self, shutdown: watch::Receiver<bool>) {
+        let bounds = super::accept::Bounds {
+            name: self.setting,
+            connections_max: CONNECTIONS_MAX,
+            lifetime_max: CONNECTION_LIFETIME_MAX,
+        };
+        let (router, tls) = (self.router.clone(), self.tls.clone());
+        super::accept::accept_loop(&self.listener, bounds, shutdown, move |stream, peer| {
+            connection(stream, peer, router.clone(), tls.clone())
+        })
+        .await;
     }
 }
 

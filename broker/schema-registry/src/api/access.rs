@@ -36,12 +36,7 @@ impl Operation {
     }
 }
 
-/// The authenticated caller: a user name, or `None` when the listener does not authenticate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    pub user: Option<String>,
-    pub peer: SocketAddr,
-}
+pub use telemetry::http::Caller;
 
 /// Authentication and authorization, decided by the process that owns the users and ACLs.
 pub trait Access: Send + Sync {
