@@ -12,7 +12,6 @@ of 5). Last, freshness: a broker with in-process compaction at its defaults take
 BENCH_ICEBERG_RATE_MB (default 2) MB/s for BENCH_ICEBERG_FRESHNESS_S (default 150) s; every
 5 s DuckDB reads the newest record timestamp in the table; lag = now - that timestamp.
 """
-import glob
 import os
 import random
 import re
@@ -33,7 +32,7 @@ os.environ.setdefault("RUST_LOG", "warn")
 from confluent_kafka import Producer  # noqa: E402
 
 from conftest import create_topic  # noqa: E402
-from targets import BrokerProcess, free_port  # noqa: E402
+from test_iceberg_tables import catalog_broker, duckdb_attached  # noqa: E402
 
 COMPACTOR_BIN = os.environ.get("COMPACTOR_BIN", str(ROOT / "target" / "release" / "compactor"))
 MIB = int(os.environ.get("BENCH_ICEBERG_MIB", "256"))
@@ -92,18 +91,6 @@ def compact(data_dir: Path):
     return int(fields["bench_wall_us"]) / 1e6, int(fields["bench_cpu_us"]) / 1e6, commits
 
 
-def duckdb_lake(catalog_url):
-    import duckdb
-    import duckdb_extension_avro
-    import duckdb_extension_httpfs
-    import duckdb_extension_iceberg
-    con = duckdb.connect()
-    for ext in (duckdb_extension_httpfs, duckdb_extension_avro, duckdb_extension_iceberg):
-        con.load_extension(glob.glob(ext.__path__[0] + "/extensions/*/*.duckdb_extension")[0])
-    con.sql(f"ATTACH 'ours' AS lake (TYPE iceberg, ENDPOINT '{catalog_url}', AUTHORIZATION_TYPE 'none')")
-    return con
-
-
 def timed(con, sql, times=5):
     samples = []
     for _ in range(times):
@@ -114,7 +101,7 @@ def timed(con, sql, times=5):
 
 
 def scans(broker, work):
-    con = duckdb_lake(broker.catalog_url)
+    con = duckdb_attached(broker)
     table = f'lake.kafka."{TOPIC}"'
     query = "SELECT count(*), sum(octet_length(value)), max(\"offset\") FROM {}"
     table_s, table_result = timed(con, query.format(table))
@@ -125,16 +112,9 @@ def scans(broker, work):
     return table_s, plain_s, table_result[0][0]
 
 
-def broker_with_catalog(data_dir, settings):
-    port = free_port()
-    b = BrokerProcess("ours", data_dir, settings={"iceberg.catalog.listen": f"127.0.0.1:{port}", **settings})
-    b.catalog_url = f"http://127.0.0.1:{port}"
-    return b
-
-
 def one_run(work: Path, tables_on: bool, count: int):
     data = work / ("on" if tables_on else "off")
-    b = broker_with_catalog(data, {"compaction": "false"})
+    b = catalog_broker(data, {"compaction": "false"})
     b.start()
     try:
         create_topic(b.bootstrap, TOPIC, PARTITIONS, {"iceberg.enable": str(tables_on).lower()})
@@ -158,7 +138,7 @@ def one_run(work: Path, tables_on: bool, count: int):
 
 
 def freshness(work: Path):
-    b = broker_with_catalog(work / "fresh", {})
+    b = catalog_broker(work / "fresh", {})
     b.start()
     lags = []
     try:
@@ -184,7 +164,7 @@ def freshness(work: Path):
         while time.monotonic() < deadline:
             time.sleep(5)
             try:
-                con = con or duckdb_lake(b.catalog_url)
+                con = con or duckdb_attached(b)
                 newest = con.sql(f'SELECT max(timestamp) FROM lake.kafka."{TOPIC}"').fetchone()[0]
             except Exception as e:  # the table is created by the first pass
                 log(f"no table yet: {str(e)[:80]}")

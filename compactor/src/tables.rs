@@ -177,52 +177,58 @@ async fn live_files(
     Ok((out, states))
 }
 
-/// Aborted transactions read for one partition at most: a table commit that would need more
-/// fails (and is retried) rather than hold them all in memory.
-const ABORTED_PER_PARTITION_MAX: usize = 100_000;
+/// Open or aborted transaction records read for one partition at most: a table commit that
+/// would need more fails (and is retried) rather than hold them all in memory.
+const TXN_RECORDS_PER_PARTITION_MAX: usize = 100_000;
 
 /// The log start, last stable offset and aborted transactions of `stream`, from the records
-/// the broker's transaction coordinator and writers keep (`storage::transactions`).
+/// the broker's transaction coordinator and writers keep (`storage::transactions`). Every open
+/// transaction counts: missing one would show its records before it is decided.
 async fn partition_state(
     meta: &dyn MetaStore,
     stream: &str,
     log_start: u64,
 ) -> Result<PartitionState, CompactorError> {
     let (start, end) = transactions::open_range(stream);
-    let mut last_stable = u64::MAX;
-    for r in meta
-        .range_scan(&start, &end, None, SCAN_PAGE_RECORDS)
-        .await?
-    {
-        let open: transactions::OpenTxn = serde_json::from_slice(&r.value)
-            .map_err(|e| CompactorError::Corrupt(format!("{}: {e}", r.key)))?;
-        last_stable = last_stable.min(open.first_offset);
-    }
-    let (mut from, end) = transactions::aborted_range_from(stream, log_start);
-    let mut aborted = Vec::new();
-    loop {
-        let page = meta
-            .range_scan(&from, &end, None, SCAN_PAGE_RECORDS)
-            .await?;
-        for r in &page {
-            aborted.push(
-                serde_json::from_slice::<transactions::AbortedTxn>(&r.value)
-                    .map_err(|e| CompactorError::Corrupt(format!("{}: {e}", r.key)))?,
-            );
-        }
-        if aborted.len() > ABORTED_PER_PARTITION_MAX {
-            return Err(CompactorError::Corrupt(format!(
-                "{stream}: more than {ABORTED_PER_PARTITION_MAX} aborted transactions above the log start"
-            )));
-        }
-        match page.last() {
-            Some(last) if page.len() == SCAN_PAGE_RECORDS => from = format!("{}\u{1}", last.key),
-            _ => break,
-        }
-    }
+    let open: Vec<transactions::OpenTxn> = records(meta, start, &end).await?;
+    let last_stable = open
+        .iter()
+        .map(|t| t.first_offset)
+        .min()
+        .unwrap_or(u64::MAX);
+    let (from, end) = transactions::aborted_range_from(stream, log_start);
+    let aborted = records(meta, from, &end).await?;
     Ok(PartitionState {
         log_start,
         last_stable,
         aborted,
     })
+}
+
+/// Every record of `[from, end)` decoded as `T`, page by page; more than
+/// [`TXN_RECORDS_PER_PARTITION_MAX`] fails (the commit is retried) rather than hold them all.
+async fn records<T: serde::de::DeserializeOwned>(
+    meta: &dyn MetaStore,
+    mut from: String,
+    end: &str,
+) -> Result<Vec<T>, CompactorError> {
+    let mut out = Vec::new();
+    loop {
+        let page = meta.range_scan(&from, end, None, SCAN_PAGE_RECORDS).await?;
+        for r in &page {
+            out.push(
+                serde_json::from_slice(&r.value)
+                    .map_err(|e| CompactorError::Corrupt(format!("{}: {e}", r.key)))?,
+            );
+        }
+        if out.len() > TXN_RECORDS_PER_PARTITION_MAX {
+            return Err(CompactorError::Corrupt(format!(
+                "more than {TXN_RECORDS_PER_PARTITION_MAX} transaction records under {from}"
+            )));
+        }
+        match page.last() {
+            Some(last) if page.len() == SCAN_PAGE_RECORDS => from = format!("{}\u{1}", last.key),
+            _ => return Ok(out),
+        }
+    }
 }

@@ -21,13 +21,18 @@ FAST_COMPACTION = {"compaction.min.age.ms": "0", "compaction.grace.period.ms": "
                    "compaction.interval.ms": "300"}
 
 
+def catalog_broker(data_dir, settings: dict) -> BrokerProcess:
+    """Our broker with its Iceberg REST catalog on a port of its own (`catalog_url`)."""
+    port = free_port()
+    b = BrokerProcess("ours", data_dir, settings={"iceberg.catalog.listen": f"127.0.0.1:{port}", **settings})
+    b.catalog_url = f"http://127.0.0.1:{port}"
+    return b
+
+
 def started(target, tmp_path, **settings) -> BrokerProcess:
     if target != "ours":
         pytest.skip("Iceberg tables are ours")
-    port = free_port()
-    b = BrokerProcess(target, tmp_path / "broker",
-                      settings={"iceberg.catalog.listen": f"127.0.0.1:{port}", **settings})
-    b.catalog_url = f"http://127.0.0.1:{port}"
+    b = catalog_broker(tmp_path / "broker", settings)
     b.start()
     return b
 
@@ -104,6 +109,14 @@ def test_a_topic_table_holds_exactly_the_records_a_consumer_reads_in_pyiceberg_a
         consumed = consume(b.bootstrap, topic, 3)
         assert len(consumed) == 1500
         assert table_rows(b, topic) == consumed
+
+        # The operators' view of the same catalog listener.
+        import json
+        import urllib.request
+        with urllib.request.urlopen(f"{b.catalog_url}/tables", timeout=10) as response:
+            states = {t["table"]: t for t in json.load(response)["tables"]}
+        assert states[f"kafka.{topic}"]["records"] == 1500
+        assert f"kafka.{plain}" not in states
 
         # The SQL catalog beside the embedded MetaStore lists and loads the same table.
         from pyiceberg.catalog.sql import SqlCatalog
