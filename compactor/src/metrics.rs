@@ -182,6 +182,36 @@ pub(crate) fn table_synced(topic: &str, now_ms: u64, committed: Option<Duration>
     }
 }
 
+static TABLE_UNDECODABLE: LazyLock<Family<TopicLabels, Counter>> = LazyLock::new(|| {
+    telemetry::counter_family(
+        "diskless_table_records_undecodable",
+        "Records written to a table whose value did not decode into its typed columns (see value_error), by topic",
+    )
+});
+
+static TABLE_SCHEMA_REFUSED: LazyLock<Family<TopicLabels, Counter>> = LazyLock::new(|| {
+    telemetry::counter_family(
+        "diskless_table_schema_versions_refused",
+        "Schema versions whose change Iceberg cannot express (their records keep only raw bytes), by topic",
+    )
+});
+
+pub(crate) fn table_records_undecodable(topic: &str, records: u64) {
+    if telemetry::enabled() {
+        TABLE_UNDECODABLE
+            .get_or_create(&topic_label(topic))
+            .inc_by(records);
+    }
+}
+
+pub(crate) fn table_schema_refused(topic: &str) {
+    if telemetry::enabled() {
+        TABLE_SCHEMA_REFUSED
+            .get_or_create(&topic_label(topic))
+            .inc();
+    }
+}
+
 pub(crate) fn table_commit_failed(topic: &str) {
     if telemetry::enabled() {
         TABLE_COMMIT_FAILURES

@@ -62,6 +62,8 @@ pub struct Compactor {
     staging_swept_ms: AtomicU64,
     /// The topics' Iceberg tables, committed in each pass.
     tables: tables::TableStore,
+    /// The tables' typed columns, refreshed from the schema registry each pass.
+    typing: tables::typed::Typing,
 }
 
 impl Compactor {
@@ -78,7 +80,9 @@ impl Compactor {
             coord_meta.clone(),
             config.table_base_url.clone(),
         );
+        let typing = tables::typed::Typing::new(coord_meta.clone());
         Compactor {
+            typing,
             objects,
             index_meta,
             coord_meta,
@@ -185,7 +189,9 @@ impl Compactor {
             owner: &self.owner,
             clock: self.clock.as_ref(),
             throttle: &self.throttle,
+            typing: &self.typing,
         };
+        crate::tables::refresh_typing(&self.typing, &self.coord_meta, &self.config).await;
         // Retention first: entries it drops are not rewritten to Parquet only to be freed.
         if retention {
             let defaults = &self.config.topic_defaults;
@@ -200,8 +206,12 @@ impl Compactor {
             config: &self.config,
             throttle: &self.throttle,
             clock: self.clock.as_ref(),
+            typing: &self.typing,
         };
         report.keyed = crate::keyed::compact_topics(&keyed, &self.coord_meta).await;
+        for (topic, records) in self.typing.take_undecodable() {
+            crate::metrics::table_records_undecodable(&topic, records);
+        }
         // Tables after every index change of the pass, before the sweep that deletes files.
         let now_ms = self.clock.now_ms();
         let (tables, index_meta) = (&self.tables, &self.index_meta);

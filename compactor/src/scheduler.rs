@@ -24,6 +24,8 @@ pub struct Scheduler<'a> {
     pub owner: &'a str,
     pub clock: &'a dyn Clock,
     pub throttle: &'a ReadThrottle,
+    /// Which topics' files carry typed columns.
+    pub typing: &'a tables::typed::Typing,
 }
 
 /// A task and the index entries of its range, read just before it runs.
@@ -55,6 +57,7 @@ impl Scheduler<'_> {
             config: self.config,
             throttle: self.throttle,
             clock: self.clock,
+            typing: self.typing,
         }
     }
 

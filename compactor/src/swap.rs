@@ -40,6 +40,8 @@ pub struct StreamCompactor<'a> {
     /// Shared by all workers: `read_bytes_per_sec` bounds their sum.
     pub throttle: &'a ReadThrottle,
     pub clock: &'a dyn Clock,
+    /// Which topics' files carry typed columns.
+    pub typing: &'a tables::typed::Typing,
 }
 
 pub fn compacted_key(stream: &str) -> String {
@@ -245,7 +247,8 @@ impl StreamCompactor<'_> {
         expected_records: u64,
         upload: &mut Upload,
     ) -> Result<(WrittenMeta, u32, u64), CompactorError> {
-        let mut writer = FileWriter::new(stream, &WriterOptions::default())?;
+        let extra = self.typing.extra(stream);
+        let mut writer = FileWriter::with_extra(stream, &WriterOptions::default(), extra)?;
         let mut bytes_read = 0u64;
         let mut prefetched = None;
         for (i, e) in range.iter().enumerate() {

@@ -40,15 +40,7 @@ pub async fn sync_all(
         }
     };
     let mut enabled = HashSet::new();
-    for topic in &all {
-        match topic.record.config(&config.topic_defaults) {
-            Ok(c) if c.iceberg_enable => {}
-            Ok(_) => continue,
-            Err(error) => {
-                tracing::warn!(topic = %topic.name, %error, "skipping table commit: bad config");
-                continue;
-            }
-        }
+    for topic in all.iter().filter(|t| is_table(t, config)) {
         enabled.insert(topic.name.clone());
         let started = std::time::Instant::now();
         let result = async {
@@ -83,6 +75,48 @@ pub async fn sync_all(
         }
     }
     report
+}
+
+/// Whether `topic` is a table (`iceberg.enable`); a topic whose config does not parse is not.
+fn is_table(topic: &topics::StoredTopic, config: &CompactorConfig) -> bool {
+    match topic.record.config(&config.topic_defaults) {
+        Ok(c) => c.iceberg_enable,
+        Err(error) => {
+            tracing::warn!(topic = %topic.name, %error, "not a table this pass: bad config");
+            false
+        }
+    }
+}
+
+/// Brings every table's typed columns up to its value subject's schema versions, before the
+/// pass writes files; refused versions are counted by topic.
+pub async fn refresh_typing(
+    typing: &tables::typed::Typing,
+    meta: &Arc<dyn MetaStore>,
+    config: &CompactorConfig,
+) {
+    let all = match topics::list(meta.as_ref()).await {
+        Ok(all) => all,
+        Err(error) => {
+            tracing::warn!(%error, "cannot list topics for typed columns");
+            return;
+        }
+    };
+    let tables: Vec<(String, String)> = all
+        .iter()
+        .filter(|t| is_table(t, config))
+        .map(|t| (t.record.id.simple().to_string(), t.name.clone()))
+        .collect();
+    for refusal in typing.refresh(&tables).await {
+        crate::metrics::table_schema_refused(&refusal.topic);
+    }
+    let live: HashSet<String> = all
+        .iter()
+        .map(|t| t.record.id.simple().to_string())
+        .collect();
+    if let Err(error) = tables::typed::forget_deleted(meta.as_ref(), &live).await {
+        tracing::warn!(%error, "cannot delete the typed columns of deleted topics");
+    }
 }
 
 /// The catalog name engines open the SQL catalog under (pyiceberg's `SqlCatalog(name, …)`).

@@ -11,7 +11,7 @@ use futures::TryStreamExt;
 use metastore::MetaStore;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use serde_json::json;
+use serde_json::{json, Value};
 use storage::compacted::{FileStats, Footer, ParsedTail, FOOTER_PREFETCH_BYTES};
 
 use crate::catalog::{self, TablePointer, Versioned};
@@ -21,7 +21,7 @@ use crate::manifest::{
 };
 use crate::metadata::{MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef, TableMetadata};
 use crate::schema::{self, PARTITION_FIELD_ID, PARTITION_SPEC_FIELD_ID, SCHEMA_ID};
-use crate::TableError;
+use crate::{typed, TableError};
 
 /// Metadata versions (metadata file, manifest list, manifest) kept for engines that opened an
 /// older one and for time travel; older ones are deleted after a commit.
@@ -465,7 +465,9 @@ impl TableStore {
         let snapshot_id = new_snapshot_id();
         let folder = format!("tables/{}/metadata", plan.topic_id);
         let nonce = uuid::Uuid::new_v4().simple().to_string();
-        let (schema, last_column_id) = schema::table_schema()?;
+        let typed = typed::load(self.meta.as_ref(), plan.topic_id).await?;
+        let (schema, last_column_id) = schema::table_schema(typed.as_ref().map(|(c, _)| c))?;
+        let (schema, schemas, schema_id) = evolve(current, schema);
         let spec_fields = json!([{
             "name": "partition", "transform": "identity",
             "source-id": PARTITION_FIELD_ID, "field-id": PARTITION_SPEC_FIELD_ID,
@@ -493,13 +495,13 @@ impl TableStore {
             timestamp_ms: ms(plan.now_ms),
             manifest_list: self.location(&list_key),
             summary: summary(&plan, &manifests, &totals),
-            schema_id: SCHEMA_ID,
+            schema_id,
         };
         let metadata = self.next_metadata(
             current,
             &plan,
             snapshot,
-            schema,
+            (schema, schemas),
             last_column_id,
             spec_fields,
         )?;
@@ -547,12 +549,13 @@ impl TableStore {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn next_metadata(
         &self,
         current: Option<&Loaded>,
         plan: &Plan<'_>,
         snapshot: Snapshot,
-        schema: serde_json::Value,
+        (schema, schemas): (serde_json::Value, Vec<serde_json::Value>),
         last_column_id: i32,
         spec_fields: serde_json::Value,
     ) -> Result<TableMetadata, TableError> {
@@ -609,9 +612,14 @@ impl TableStore {
             location: self.location(&format!("tables/{}", plan.topic_id)),
             last_sequence_number: snapshots.last().map_or(0, |s| s.sequence_number),
             last_updated_ms: now_ms,
-            last_column_id,
-            current_schema_id: SCHEMA_ID,
-            schemas: vec![schema],
+            last_column_id: current.map_or(last_column_id, |c| {
+                c.metadata.last_column_id.max(last_column_id)
+            }),
+            current_schema_id: schema["schema-id"]
+                .as_i64()
+                .and_then(|id| i32::try_from(id).ok())
+                .unwrap_or(SCHEMA_ID),
+            schemas,
             default_spec_id: 0,
             partition_specs: vec![json!({"spec-id": 0, "fields": spec_fields})],
             last_partition_id: PARTITION_SPEC_FIELD_ID,
@@ -791,4 +799,31 @@ fn table_uuid(topic_id: &str) -> String {
 
 fn ms(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// The table's schemas with `schema` current: an existing one with the same fields, or
+/// `schema` added under the next schema id (older snapshots keep the schema they were
+/// committed with, as Iceberg's schema evolution does).
+fn evolve(current: Option<&Loaded>, mut schema: Value) -> (Value, Vec<Value>, i32) {
+    let Some(c) = current else {
+        return (schema.clone(), vec![schema], SCHEMA_ID);
+    };
+    let mut schemas = c.metadata.schemas.clone();
+    let id_of = |s: &Value| {
+        s["schema-id"]
+            .as_i64()
+            .and_then(|id| i32::try_from(id).ok())
+    };
+    if let Some(same) = schemas.iter().find(|s| s["fields"] == schema["fields"]) {
+        let id = id_of(same).unwrap_or(SCHEMA_ID);
+        return (same.clone(), schemas, id);
+    }
+    let next = schemas
+        .iter()
+        .filter_map(id_of)
+        .max()
+        .map_or(SCHEMA_ID, |m| m + 1);
+    schema["schema-id"] = json!(next);
+    schemas.push(schema.clone());
+    (schema, schemas, next)
 }

@@ -13,6 +13,7 @@ pub mod metadata;
 pub mod rest;
 pub mod schema;
 pub mod sql;
+pub mod typed;
 
 pub use commit::{LiveFile, Loaded, Synced, TableStore, METADATA_VERSIONS_KEPT};
 pub use error::TableError;

@@ -5,6 +5,7 @@ use parquet::basic::{ConvertedType, LogicalType, Repetition, Type as Physical};
 use parquet::schema::types::Type;
 use serde_json::{json, Value};
 
+use crate::typed::Columns;
 use crate::TableError;
 
 /// The table's `partition` column (the identity partition source), shown first.
@@ -14,8 +15,9 @@ pub const PARTITION_SPEC_FIELD_ID: i32 = 1000;
 pub const SCHEMA_ID: i32 = 0;
 
 /// The table schema as Iceberg's JSON (`{"type":"struct","schema-id":0,"fields":[...]}`) and
-/// the highest field id in it.
-pub fn table_schema() -> Result<(Value, i32), TableError> {
+/// the highest field id in it: the Kafka columns, then the typed columns if the table has
+/// them.
+pub fn table_schema(typed: Option<&Columns>) -> Result<(Value, i32), TableError> {
     let parquet = storage::compacted::schema().map_err(|e| TableError::Schema(e.to_string()))?;
     let mut max_id = 0;
     let mut fields = parquet
@@ -24,6 +26,10 @@ pub fn table_schema() -> Result<(Value, i32), TableError> {
         .map(|child| field(child, &mut max_id))
         .collect::<Result<Vec<_>, _>>()?;
     fields.sort_by_key(|f| f["id"] != PARTITION_FIELD_ID);
+    if let Some(typed) = typed {
+        fields.extend(typed.iceberg_fields());
+        max_id = max_id.max(typed.last_column_id);
+    }
     let schema = json!({"type": "struct", "schema-id": SCHEMA_ID, "fields": fields});
     Ok((schema, max_id))
 }
@@ -46,16 +52,21 @@ pub fn name_mapping(schema: &Value) -> Value {
             .collect();
         Value::Array(mapped)
     }
+    fn mapped(id: &Value, name: &str, t: &Value) -> Value {
+        let mut m = json!({"field-id": id, "names": [name]});
+        if let Some(inner) = nested_fields(t) {
+            m["fields"] = inner;
+        }
+        m
+    }
     fn nested_fields(t: &Value) -> Option<Value> {
         match t.get("type").and_then(Value::as_str) {
             Some("struct") => Some(map(&t["fields"])),
-            Some("list") => {
-                let mut element = json!({"field-id": t["element-id"], "names": ["element"]});
-                if let Some(inner) = nested_fields(&t["element"]) {
-                    element["fields"] = inner;
-                }
-                Some(json!([element]))
-            }
+            Some("list") => Some(json!([mapped(&t["element-id"], "element", &t["element"])])),
+            Some("map") => Some(json!([
+                mapped(&t["key-id"], "key", &t["key"]),
+                mapped(&t["value-id"], "value", &t["value"]),
+            ])),
             _ => None,
         }
     }
@@ -144,7 +155,7 @@ mod tests {
 
     #[test]
     fn every_kafka_column_has_a_unique_field_id_and_an_iceberg_type() {
-        let (schema, max_id) = table_schema().unwrap();
+        let (schema, max_id) = table_schema(None).unwrap();
         let mut ids = Vec::new();
         fn collect(fields: &Value, ids: &mut Vec<i64>) {
             for f in fields.as_array().unwrap() {
@@ -188,7 +199,7 @@ mod tests {
 
     #[test]
     fn the_name_mapping_names_every_field_id() {
-        let (schema, _) = table_schema().unwrap();
+        let (schema, _) = table_schema(None).unwrap();
         let mapping = name_mapping(&schema);
         let headers = mapping
             .as_array()

@@ -59,6 +59,8 @@ pub struct KeyCompactor<'a> {
     pub config: &'a CompactorConfig,
     pub throttle: &'a ReadThrottle,
     pub clock: &'a dyn Clock,
+    /// Which topics' files carry typed columns.
+    pub typing: &'a tables::typed::Typing,
 }
 
 /// The new file of one group being written.
@@ -287,7 +289,11 @@ impl KeyCompactor<'_> {
             self.config.compacted_prefix
         );
         Ok(Group {
-            writer: FileWriter::key_compacted(stream, &WriterOptions::default())?,
+            writer: FileWriter::key_compacted(
+                stream,
+                &WriterOptions::default(),
+                self.typing.extra(stream),
+            )?,
             upload: Upload::new(self.objects.clone(), Path::from(object_key.as_str())),
             object_key,
             base_offset,

@@ -44,6 +44,8 @@ message kafka_record {
   required int32 partition = 1;
 }";
 
+/// Leaf columns the Kafka reader reads and a file's row group spans cover. Columns after them
+/// (a table's decoded values, [`super::ExtraColumns`]) are for engines only.
 pub(crate) const LEAF_COLUMNS: usize = 21;
 /// Leaf columns of files written before the `partition` column.
 pub(crate) const LEAF_COLUMNS_WITHOUT_PARTITION: usize = 20;
@@ -51,6 +53,21 @@ pub(crate) const LEAF_COLUMNS_WITHOUT_PARTITION: usize = 20;
 /// The Parquet schema of every compacted file, field ids included.
 pub fn schema() -> Result<Arc<Type>, CompactedError> {
     Ok(Arc::new(parse_message_type(SCHEMA)?))
+}
+
+/// The schema of a file whose rows also carry `extra` top-level fields after the Kafka ones.
+pub(crate) fn schema_with(extra: Vec<Arc<Type>>) -> Result<Arc<Type>, CompactedError> {
+    if extra.is_empty() {
+        return schema();
+    }
+    let base = parse_message_type(SCHEMA)?;
+    let mut fields = base.get_fields().to_vec();
+    fields.extend(extra);
+    Ok(Arc::new(
+        Type::group_type_builder(base.name())
+            .with_fields(fields)
+            .build()?,
+    ))
 }
 
 /// Column values of one row group, in schema order. Nullable columns carry definition levels;

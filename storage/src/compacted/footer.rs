@@ -156,7 +156,9 @@ fn span(
 ) -> Result<RowGroupSpan, CompactedError> {
     let rg = metadata.row_group(group);
     let (mut byte_start, mut byte_end) = (u64::MAX, 0u64);
-    for column in rg.columns() {
+    // Extra columns come after the Kafka ones: the span (what a Kafka read fetches) ends at
+    // the last Kafka column.
+    for column in rg.columns().iter().take(LEAF_COLUMNS) {
         let start = column
             .dictionary_page_offset()
             .unwrap_or(column.data_page_offset());
@@ -210,7 +212,7 @@ fn check_layout(metadata: &ParquetMetaData) -> Result<(), CompactedError> {
         )));
     }
     let columns = meta.schema_descr().num_columns();
-    if columns != LEAF_COLUMNS && columns != LEAF_COLUMNS_WITHOUT_PARTITION {
+    if columns < LEAF_COLUMNS && columns != LEAF_COLUMNS_WITHOUT_PARTITION {
         return Err(bad("unexpected column count".into()));
     }
     Ok(())

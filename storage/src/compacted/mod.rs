@@ -6,6 +6,7 @@
 
 mod columns;
 mod error;
+mod extra;
 pub mod footer;
 pub mod reader;
 mod row_group;
@@ -13,6 +14,7 @@ pub mod writer;
 
 pub use columns::schema;
 pub use error::CompactedError;
+pub use extra::ExtraColumns;
 pub use footer::{FileStats, Footer, ParsedTail, RowGroupSpan, FOOTER_PREFETCH_BYTES};
 pub use reader::{decode_group, read_batches, RebuildOptions, RebuiltBatches, RebuiltGroup};
 pub use record_batch::{BatchHeader, DecodedBatch, RecordRow};
@@ -217,7 +219,7 @@ mod tests {
             max_timestamp: 7,
             producer: None,
         };
-        let mut writer = FileWriter::key_compacted("t-0", &WriterOptions::default()).unwrap();
+        let mut writer = FileWriter::key_compacted("t-0", &WriterOptions::default(), None).unwrap();
         // [0, 3) keeps offset 1; [3, 10) is gone; [10, 12) keeps 11; the metas tile [0, 12).
         writer.push_decoded(0, &batch(0, 3, &[1]), meta(3)).unwrap();
         writer

@@ -5,11 +5,21 @@ use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DataType, Int32Type
 use parquet::file::writer::{SerializedFileWriter, SerializedRowGroupWriter};
 
 use super::columns::{Columns, HEADERS_EMPTY_DEF, HEADER_KEY_DEF, HEADER_VALUE_PRESENT_DEF};
-use super::{CompactedError, DecodedBatch};
+use super::{CompactedError, DecodedBatch, ExtraColumns};
 
 /// Appends every record of `batch` as one row each.
-pub(super) fn push_batch(c: &mut Columns, batch_base_offset: i64, batch: &DecodedBatch) {
+pub(super) fn push_batch(
+    c: &mut Columns,
+    extra: Option<&mut (dyn ExtraColumns + 'static)>,
+    batch_base_offset: i64,
+    batch: &DecodedBatch,
+) {
     let h = &batch.header;
+    if let Some(extra) = extra {
+        for r in &batch.records {
+            extra.push(r, h.is_control());
+        }
+    }
     let log_append = h.is_log_append_time();
     for r in &batch.records {
         c.offset.push(batch_base_offset + i64::from(r.offset_delta));
@@ -68,6 +78,7 @@ fn push_nullable(values: &mut Vec<ByteArray>, defs: &mut Vec<i16>, v: Option<&By
 pub(super) fn write_group(
     writer: &mut SerializedFileWriter<Vec<u8>>,
     c: &Columns,
+    extra: Option<&mut (dyn ExtraColumns + 'static)>,
     partition: i32,
 ) -> Result<(), CompactedError> {
     let mut rg = writer.next_row_group()?;
@@ -102,6 +113,9 @@ pub(super) fn write_group(
     column::<BoolType>(&mut rg, &c.is_transactional, None, None)?;
     column::<BoolType>(&mut rg, &c.is_control, None, None)?;
     column::<Int32Type>(&mut rg, &vec![partition; c.offset.len()], None, None)?;
+    if let Some(extra) = extra {
+        extra.write(&mut rg)?;
+    }
     rg.close()?;
     Ok(())
 }

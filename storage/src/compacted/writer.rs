@@ -10,7 +10,9 @@ use parquet::file::writer::SerializedFileWriter;
 
 use super::columns::{self, Columns};
 use super::row_group::{push_batch, write_group};
-use super::{CompactedError, FORMAT_VERSION, FORMAT_VERSION_KEY, KEY_COMPACTED_FORMAT_VERSION};
+use super::{
+    CompactedError, ExtraColumns, FORMAT_VERSION, FORMAT_VERSION_KEY, KEY_COMPACTED_FORMAT_VERSION,
+};
 use crate::index::{BatchMeta, ProducerMeta};
 use record_batch::{decode_batch, split_batches, DecodedBatch};
 
@@ -67,6 +69,7 @@ pub struct FileWriter {
     /// The Kafka partition of the stream (its id ends in `-<partition>`), or -1.
     partition: i32,
     group: Columns,
+    extra: Option<Box<dyn ExtraColumns>>,
     group_bytes: usize,
     batches: Vec<BatchMeta>,
     records: u64,
@@ -86,19 +89,33 @@ fn partition_of(stream: &str) -> i32 {
 
 impl FileWriter {
     pub fn new(stream: &str, options: &WriterOptions) -> Result<Self, CompactedError> {
-        Self::with_version(stream, options, FORMAT_VERSION)
+        Self::with_version(stream, options, FORMAT_VERSION, None)
+    }
+
+    /// A writer whose rows also carry `extra` columns (see [`ExtraColumns`]).
+    pub fn with_extra(
+        stream: &str,
+        options: &WriterOptions,
+        extra: Option<Box<dyn ExtraColumns>>,
+    ) -> Result<Self, CompactedError> {
+        Self::with_version(stream, options, FORMAT_VERSION, extra)
     }
 
     /// A writer of a key-compacted file (format version 2: gaps allowed), filled with
     /// [`FileWriter::push_decoded`].
-    pub fn key_compacted(stream: &str, options: &WriterOptions) -> Result<Self, CompactedError> {
-        Self::with_version(stream, options, KEY_COMPACTED_FORMAT_VERSION)
+    pub fn key_compacted(
+        stream: &str,
+        options: &WriterOptions,
+        extra: Option<Box<dyn ExtraColumns>>,
+    ) -> Result<Self, CompactedError> {
+        Self::with_version(stream, options, KEY_COMPACTED_FORMAT_VERSION, extra)
     }
 
     fn with_version(
         stream: &str,
         options: &WriterOptions,
         version: &str,
+        extra: Option<Box<dyn ExtraColumns>>,
     ) -> Result<Self, CompactedError> {
         let metadata = vec![
             KeyValue::new(FORMAT_VERSION_KEY.into(), version.to_string()),
@@ -109,13 +126,14 @@ impl FileWriter {
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_key_value_metadata(Some(metadata))
             .build();
-        let writer =
-            SerializedFileWriter::new(Vec::new(), columns::schema()?, std::sync::Arc::new(props))?;
+        let schema = columns::schema_with(extra.as_ref().map(|e| e.fields()).unwrap_or_default())?;
+        let writer = SerializedFileWriter::new(Vec::new(), schema, std::sync::Arc::new(props))?;
         Ok(FileWriter {
             writer,
             options: options.clone(),
             partition: partition_of(stream),
             group: Columns::default(),
+            extra,
             group_bytes: 0,
             batches: Vec::new(),
             records: 0,
@@ -162,18 +180,9 @@ impl FileWriter {
             self.max_timestamp = self.max_timestamp.max(h.max_timestamp);
             self.records += count;
             self.group_bytes += bytes.len();
-            push_batch(&mut self.group, base, &decoded);
+            push_batch(&mut self.group, self.extra.as_deref_mut(), base, &decoded);
             next_offset += count;
-            if self.group.offset.len() >= self.options.row_group_rows_target
-                || self.group_bytes >= self.options.row_group_bytes_target
-            {
-                write_group(
-                    &mut self.writer,
-                    &std::mem::take(&mut self.group),
-                    self.partition,
-                )?;
-                self.group_bytes = 0;
-            }
+            self.write_group_if_full()?;
         }
         Ok(())
     }
@@ -202,18 +211,28 @@ impl FileWriter {
         self.max_timestamp = self.max_timestamp.max(h.max_timestamp);
         self.records += u64::from(meta.records);
         self.group_bytes += meta.len as usize;
-        push_batch(&mut self.group, base, batch);
+        push_batch(&mut self.group, self.extra.as_deref_mut(), base, batch);
+        self.write_group_if_full()
+    }
+
+    fn write_group_if_full(&mut self) -> Result<(), CompactedError> {
         if self.group.offset.len() >= self.options.row_group_rows_target
             || self.group_bytes >= self.options.row_group_bytes_target
         {
-            write_group(
-                &mut self.writer,
-                &std::mem::take(&mut self.group),
-                self.partition,
-            )?;
-            self.group_bytes = 0;
+            self.write_group()?;
         }
         Ok(())
+    }
+
+    fn write_group(&mut self) -> Result<(), CompactedError> {
+        let group = std::mem::take(&mut self.group);
+        self.group_bytes = 0;
+        write_group(
+            &mut self.writer,
+            &group,
+            self.extra.as_deref_mut(),
+            self.partition,
+        )
     }
 
     /// Batches pushed so far.
@@ -254,11 +273,7 @@ impl FileWriter {
     /// the file) and the metadata of the whole file.
     pub fn finish(mut self) -> Result<(Bytes, WrittenMeta), CompactedError> {
         if !self.group.offset.is_empty() {
-            write_group(
-                &mut self.writer,
-                &std::mem::take(&mut self.group),
-                self.partition,
-            )?;
+            self.write_group()?;
         }
         self.writer.finish()?;
         let tail = self.take_output()?;

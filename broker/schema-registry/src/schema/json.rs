@@ -84,6 +84,11 @@ impl JsonSchema {
         out
     }
 
+    /// The schema document itself (keys sorted).
+    pub fn document(&self) -> &Value {
+        &self.side.main.value
+    }
+
     /// Checks that `payload` (UTF-8 JSON text) is valid under the schema.
     pub fn validate(&self, payload: &[u8]) -> Result<(), InvalidPayload> {
         // serde_json refuses nesting past 128 levels, so parsing cannot exhaust the stack.

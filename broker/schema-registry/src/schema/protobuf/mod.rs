@@ -88,6 +88,22 @@ impl ProtobufSchema {
         })
     }
 
+    /// The first top-level message type: what a table's columns are made of.
+    pub fn first_message(&self) -> Option<MessageDescriptor> {
+        top_level_types(&self.file).into_iter().next()
+    }
+
+    /// The message type a record payload names (by its message indexes) and the encoded
+    /// message after them. The payload must have passed [`ProtobufSchema::validate`].
+    pub fn record_message<'a>(
+        &self,
+        payload: &'a [u8],
+    ) -> Result<(MessageDescriptor, &'a [u8]), InvalidPayload> {
+        let mut walker = Walker { input: payload };
+        let indexes = walker.message_indexes().map_err(InvalidPayload)?;
+        Ok((self.message_at(&indexes)?, walker.input))
+    }
+
     fn message_at(&self, indexes: &[usize]) -> Result<MessageDescriptor, InvalidPayload> {
         let mut choices = top_level_types(&self.file);
         let mut chosen = None;

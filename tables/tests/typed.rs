@@ -1,0 +1,550 @@
+//! Typed columns end to end inside the process: schemas registered in the registry, values in
+//! the Confluent wire format, a compacted file written with the table's typed columns and read
+//! back with the parquet crate's own row reader (engines are the e2e tests' judges).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cast_possible_truncation
+)]
+
+use std::sync::Arc;
+
+use apache_avro::types::Value as Avro;
+use bytes::Bytes;
+use metastore::{MemoryMetaStore, MetaOptions, MetaStore};
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::record::Field;
+use record_batch::{encode_batch, BatchHeader, RecordRow};
+use schema_registry::compatibility::Level;
+use schema_registry::schema::SchemaType;
+use schema_registry::{Registry, SchemaRequest};
+use serde_json::{json, Value};
+use storage::compacted::{
+    decode_group, FileWriter, Footer, ParsedTail, RebuildOptions, WriterOptions,
+};
+use tables::typed::{self, Typing};
+
+/// A record's key or value bytes.
+type Payload = Option<Vec<u8>>;
+
+const TOPIC_ID: &str = "00000000000000000000000000000001";
+
+struct Fixture {
+    meta: Arc<dyn MetaStore>,
+    registry: Registry,
+    typing: Typing,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let meta: Arc<dyn MetaStore> = Arc::new(MemoryMetaStore::open(MetaOptions::default()));
+        Fixture {
+            registry: Registry::new(meta.clone()),
+            typing: Typing::new(meta.clone()),
+            meta,
+        }
+    }
+
+    async fn register(&self, subject: &str, kind: SchemaType, schema: &str) -> i32 {
+        let request = SchemaRequest {
+            schema: schema.to_string(),
+            schema_type: Some(kind),
+            references: vec![],
+            id: None,
+            version: None,
+        };
+        self.registry.register(subject, &request).await.unwrap()
+    }
+
+    async fn refresh(&self) -> Vec<typed::Refusal> {
+        self.typing
+            .refresh(&[(TOPIC_ID.to_string(), "orders".to_string())])
+            .await
+    }
+
+    /// Writes one file of `values` and reads its rows back as JSON.
+    fn rows(&self, values: Vec<Option<Vec<u8>>>) -> Vec<Value> {
+        let keyed = values.into_iter().map(|v| (None, v)).collect();
+        self.rows_keyed(keyed)
+            .into_iter()
+            .map(|r| json!({"value_error": r["value_error"], "value_typed": r["value_typed"]}))
+            .collect()
+    }
+
+    /// Writes one file of (key, value) records and reads its typed columns back as JSON.
+    fn rows_keyed(&self, records: Vec<(Payload, Payload)>) -> Vec<Value> {
+        let stream = format!("{TOPIC_ID}-0");
+        let records: Vec<RecordRow> = records
+            .into_iter()
+            .enumerate()
+            .map(|(i, (k, v))| RecordRow {
+                attributes: 0,
+                timestamp_delta: 0,
+                offset_delta: i32::try_from(i).unwrap(),
+                key: k.map(Bytes::from),
+                value: v.map(Bytes::from),
+                headers: vec![],
+            })
+            .collect();
+        let header = BatchHeader {
+            base_offset: 0,
+            partition_leader_epoch: -1,
+            attributes: 0,
+            last_offset_delta: i32::try_from(records.len()).unwrap() - 1,
+            base_timestamp: 1,
+            max_timestamp: 1,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+        };
+        let batch = encode_batch(&header, &records, 0).unwrap();
+        let options = WriterOptions {
+            row_group_rows_target: 2,
+            row_group_bytes_target: 1 << 20,
+        };
+        let extra = self.typing.extra(&stream);
+        let mut writer = FileWriter::with_extra(&stream, &options, extra).unwrap();
+        writer.push(0, batch).unwrap();
+        let (file, _) = writer.finish().unwrap();
+        // The Kafka reader still reads the file.
+        let back = storage::compacted::read_batches(
+            file.clone(),
+            0,
+            usize::MAX,
+            &storage::compacted::RebuildOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(back.base_offset, 0);
+        // A Kafka read fetches the Kafka columns' bytes of a row group, not the typed ones.
+        let len = file.len() as u64;
+        let ParsedTail::Footer(footer) = Footer::parse(&file, len).unwrap() else {
+            panic!("the whole file holds its footer");
+        };
+        let span = footer.groups[0];
+        let group = file.slice(span.byte_start as usize..span.byte_end as usize);
+        let decoded = decode_group(&footer, 0, group, &RebuildOptions::default()).unwrap();
+        assert_eq!(decoded.read_from(0, usize::MAX).unwrap().base_offset, 0);
+        let reader = SerializedFileReader::new(file).unwrap();
+        reader
+            .get_row_iter(None)
+            .unwrap()
+            .map(|row| {
+                let row = to_json(&Field::Group(row.unwrap()));
+                let typed = ["value_error", "value_typed", "key_error", "key_typed"];
+                json!(typed
+                    .iter()
+                    .map(|c| (c.to_string(), row.get(*c).cloned().unwrap_or(Value::Null)))
+                    .collect::<serde_json::Map<_, _>>())
+            })
+            .collect()
+    }
+}
+
+/// A row as JSON (the parquet crate's own `to_json_value` needs its `json` feature).
+fn to_json(f: &Field) -> Value {
+    match f {
+        Field::Null => Value::Null,
+        Field::Bool(b) => json!(b),
+        Field::Int(i) | Field::Date(i) => json!(i),
+        Field::Long(i) | Field::TimestampMicros(i) | Field::TimeMicros(i) => json!(i),
+        Field::Float(x) => json!(x),
+        Field::Double(x) => json!(x),
+        Field::Str(s) => json!(s),
+        Field::Bytes(b) => json!(b.data()),
+        Field::Decimal(d) => {
+            let bytes = d.data();
+            let mut unscaled: i128 = if bytes.first().is_some_and(|b| b & 0x80 != 0) {
+                -1
+            } else {
+                0
+            };
+            for b in bytes {
+                unscaled = (unscaled << 8) | i128::from(*b);
+            }
+            json!(format!("{unscaled}e-{}", d.scale()))
+        }
+        Field::Group(row) => Value::Object(
+            row.get_column_iter()
+                .map(|(name, v)| (name.clone(), to_json(v)))
+                .collect(),
+        ),
+        Field::ListInternal(list) => Value::Array(list.elements().iter().map(to_json).collect()),
+        Field::MapInternal(map) => Value::Object(
+            map.entries()
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        to_json(k)
+                            .as_str()
+                            .map_or_else(|| to_json(k).to_string(), str::to_owned),
+                        to_json(v),
+                    )
+                })
+                .collect(),
+        ),
+        other => json!(format!("{other:?}")),
+    }
+}
+
+fn wire(id: i32, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8];
+    out.extend_from_slice(&id.to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+const ORDER_V1: &str = r#"{"type":"record","name":"Order","fields":[
+  {"name":"id","type":"long"},
+  {"name":"customer","type":"string"},
+  {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}},
+  {"name":"placed","type":{"type":"long","logicalType":"timestamp-millis"}},
+  {"name":"tags","type":{"type":"array","items":"string"}},
+  {"name":"counts","type":{"type":"map","values":"int"}},
+  {"name":"address","type":{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}},
+  {"name":"note","type":["null","string"],"default":null}
+]}"#;
+
+fn order_v1(id: i64, note: Option<&str>) -> Avro {
+    Avro::Record(vec![
+        ("id".into(), Avro::Long(id)),
+        ("customer".into(), Avro::String(format!("c{id}"))),
+        (
+            "amount".into(),
+            Avro::Decimal(apache_avro::Decimal::from(vec![0x04, 0xd2])),
+        ),
+        ("placed".into(), Avro::TimestampMillis(1_700_000_000_123)),
+        (
+            "tags".into(),
+            Avro::Array(vec![Avro::String("a".into()), Avro::String("b".into())]),
+        ),
+        (
+            "counts".into(),
+            Avro::Map([("x".to_string(), Avro::Int(1))].into_iter().collect()),
+        ),
+        (
+            "address".into(),
+            Avro::Record(vec![("city".into(), Avro::String("Oslo".into()))]),
+        ),
+        (
+            "note".into(),
+            match note {
+                Some(n) => Avro::Union(1, Box::new(Avro::String(n.into()))),
+                None => Avro::Union(0, Box::new(Avro::Null)),
+            },
+        ),
+    ])
+}
+
+fn avro_bytes(schema: &str, value: Avro) -> Vec<u8> {
+    let schema = apache_avro::Schema::parse_str(schema).unwrap();
+    apache_avro::to_avro_datum(&schema, value).unwrap()
+}
+
+#[tokio::test]
+async fn avro_values_become_typed_columns_with_nested_records_lists_maps_and_logical_types() {
+    let f = Fixture::new();
+    let id = f.register("orders-value", SchemaType::Avro, ORDER_V1).await;
+    assert!(f.refresh().await.is_empty());
+    let rows = f.rows(vec![
+        Some(wire(id, &avro_bytes(ORDER_V1, order_v1(7, Some("fast"))))),
+        Some(wire(id, &avro_bytes(ORDER_V1, order_v1(8, None)))),
+        None,
+    ]);
+    let typed = &rows[0]["value_typed"];
+    assert_eq!(rows[0]["value_error"], Value::Null);
+    assert_eq!(typed["id"], 7);
+    assert_eq!(typed["customer"], "c7");
+    assert_eq!(typed["tags"], json!(["a", "b"]));
+    assert_eq!(typed["counts"], json!({"x": 1}));
+    assert_eq!(typed["address"], json!({"city": "Oslo"}));
+    assert_eq!(typed["note"], "fast");
+    assert_eq!(rows[1]["value_typed"]["note"], Value::Null);
+    assert_eq!(
+        rows[2],
+        json!({"value_error": null, "value_typed": null}),
+        "a tombstone is null"
+    );
+    let (columns, _) = typed::load(f.meta.as_ref(), TOPIC_ID)
+        .await
+        .unwrap()
+        .unwrap();
+    let amount = columns
+        .value
+        .fields
+        .iter()
+        .find(|c| c.name == "amount")
+        .unwrap();
+    assert_eq!(
+        amount.kind,
+        typed::kind::Kind::Decimal {
+            precision: 9,
+            scale: 2
+        }
+    );
+    assert!(
+        typed["amount"] == "1234e-2",
+        "decimal 1234 at scale 2: {}",
+        typed["amount"]
+    );
+}
+
+#[tokio::test]
+async fn a_field_added_mid_stream_is_a_new_column_and_old_ids_never_change() {
+    let f = Fixture::new();
+    let v1 = f.register("orders-value", SchemaType::Avro, ORDER_V1).await;
+    f.refresh().await;
+    let (before, _) = typed::load(f.meta.as_ref(), TOPIC_ID)
+        .await
+        .unwrap()
+        .unwrap();
+    // apache-avro's compatibility check refuses an unchanged decimal field (noted on the
+    // registry's issue); this test is about the table, so the subject checks nothing.
+    f.registry
+        .set_level(Some("orders-value"), Level::None)
+        .await
+        .unwrap();
+    let v2_text = ORDER_V1.replace(
+        r#"{"name":"note""#,
+        r#"{"name":"email","type":["null","string"],"default":null},{"name":"note""#,
+    );
+    let v2 = f.register("orders-value", SchemaType::Avro, &v2_text).await;
+    assert!(f.refresh().await.is_empty());
+    let (after, _) = typed::load(f.meta.as_ref(), TOPIC_ID)
+        .await
+        .unwrap()
+        .unwrap();
+    for old in &before.value.fields {
+        let same = after
+            .value
+            .fields
+            .iter()
+            .find(|c| c.name == old.name)
+            .unwrap();
+        assert_eq!(same.id, old.id, "{} keeps its id", old.name);
+    }
+    let email = after
+        .value
+        .fields
+        .iter()
+        .find(|c| c.name == "email")
+        .unwrap();
+    assert!(email.id > before.last_column_id);
+    let mut v2_value = order_v1(9, None);
+    if let Avro::Record(fields) = &mut v2_value {
+        fields.insert(
+            7,
+            (
+                "email".into(),
+                Avro::Union(1, Box::new(Avro::String("a@b".into()))),
+            ),
+        );
+    }
+    let rows = f.rows(vec![
+        Some(wire(v1, &avro_bytes(ORDER_V1, order_v1(1, None)))),
+        Some(wire(v2, &avro_bytes(&v2_text, v2_value))),
+    ]);
+    assert_eq!(rows[0]["value_typed"]["email"], Value::Null);
+    assert_eq!(rows[1]["value_typed"]["email"], "a@b");
+    assert_eq!(rows[1]["value_typed"]["id"], 9);
+}
+
+#[tokio::test]
+async fn a_change_iceberg_cannot_express_is_refused_with_its_reason_and_the_table_goes_on() {
+    let f = Fixture::new();
+    let v1 = f.register("orders-value", SchemaType::Avro, ORDER_V1).await;
+    f.registry
+        .set_level(Some("orders-value"), Level::None)
+        .await
+        .unwrap();
+    let bad_text = ORDER_V1.replace(
+        r#"{"name":"customer","type":"string"}"#,
+        r#"{"name":"customer","type":"int"}"#,
+    );
+    let bad = f
+        .register("orders-value", SchemaType::Avro, &bad_text)
+        .await;
+    let refused = f.refresh().await;
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].schema_id, bad);
+    assert!(refused[0]
+        .reason
+        .contains("customer is string and cannot become int"));
+    assert!(f.refresh().await.is_empty(), "a refusal is reported once");
+    let rows = f.rows(vec![
+        Some(wire(v1, &avro_bytes(ORDER_V1, order_v1(1, None)))),
+        Some(wire(bad, b"\x02\x04")),
+        Some(b"plain text".to_vec()),
+        Some(wire(v1, b"\xff")),
+        Some(wire(999, b"")),
+    ]);
+    assert_eq!(rows[0]["value_typed"]["id"], 1);
+    let errors: Vec<String> = rows[1..]
+        .iter()
+        .map(|r| {
+            assert_eq!(r["value_typed"], Value::Null);
+            r["value_error"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert!(
+        errors[0].contains("is refused for this table"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[1].contains("not in the Confluent wire format"),
+        "{}",
+        errors[1]
+    );
+    assert!(
+        errors[2].starts_with(&format!("schema id {v1}:")),
+        "{}",
+        errors[2]
+    );
+    assert!(
+        errors[3].contains("not a version of subject orders-value"),
+        "{}",
+        errors[3]
+    );
+    assert_eq!(f.typing.take_undecodable(), vec![("orders".to_string(), 4)]);
+}
+
+#[tokio::test]
+async fn json_schema_values_are_typed_by_their_properties() {
+    let f = Fixture::new();
+    let schema = r#"{"type":"object","properties":{
+        "id":{"type":"integer"},"price":{"type":"number"},"ok":{"type":"boolean"},
+        "at":{"type":"string","format":"date-time"},"day":{"type":"string","format":"date"},
+        "items":{"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"}}}},
+        "extra":{"type":"object","additionalProperties":{"type":"integer"}},
+        "any":{"oneOf":[{"type":"string"},{"type":"integer"}]}}}"#;
+    let id = f.register("orders-value", SchemaType::Json, schema).await;
+    f.refresh().await;
+    let value = json!({"id": 5, "price": 2.5, "ok": true, "at": "2024-01-02T03:04:05.5Z",
+        "day": "1970-01-03", "items": [{"sku": "k1"}, {"sku": "k2"}], "extra": {"n": 3}, "any": 4});
+    let rows = f.rows(vec![
+        Some(wire(id, value.to_string().as_bytes())),
+        Some(wire(id, br#"{"id": "five"}"#)),
+    ]);
+    let typed = &rows[0]["value_typed"];
+    assert_eq!(typed["id"], 5);
+    assert_eq!(typed["price"], 2.5);
+    assert_eq!(typed["ok"], true);
+    assert_eq!(typed["items"], json!([{"sku": "k1"}, {"sku": "k2"}]));
+    assert_eq!(typed["extra"], json!({"n": 3}));
+    assert_eq!(
+        typed["any"], "4",
+        "a value of no single type keeps its JSON text"
+    );
+    assert!(rows[1]["value_error"].as_str().unwrap().contains("/id"));
+}
+
+#[tokio::test]
+async fn protobuf_values_are_typed_by_the_first_message() {
+    let f = Fixture::new();
+    let schema = r#"syntax = "proto3";
+        message Order { int64 id = 1; string name = 2; repeated int32 qty = 3;
+          map<string, string> labels = 4; Line line = 5; Kind kind = 6; }
+        message Line { string sku = 1; }
+        enum Kind { NONE = 0; BIG = 1; }"#;
+    let id = f
+        .register("orders-value", SchemaType::Protobuf, schema)
+        .await;
+    f.refresh().await;
+    // message indexes [0] (one zero byte), then: id=150, name="ab", qty=[1,2] packed,
+    // labels {"k": "v"}, line {sku: "s"}, kind BIG.
+    let mut payload = vec![
+        0x00, 0x08, 0x96, 0x01, 0x12, 0x02, b'a', b'b', 0x1a, 0x02, 0x01, 0x02,
+    ];
+    payload.extend_from_slice(&[0x22, 0x06, 0x0a, 0x01, b'k', 0x12, 0x01, b'v']);
+    payload.extend_from_slice(&[0x2a, 0x03, 0x0a, 0x01, b's', 0x30, 0x01]);
+    let rows = f.rows(vec![Some(wire(id, &payload))]);
+    let typed = &rows[0]["value_typed"];
+    assert_eq!(rows[0]["value_error"], Value::Null);
+    assert_eq!(typed["id"], 150);
+    assert_eq!(typed["name"], "ab");
+    assert_eq!(typed["qty"], json!([1, 2]));
+    assert_eq!(typed["labels"], json!({"k": "v"}));
+    assert_eq!(typed["line"], json!({"sku": "s"}));
+    assert_eq!(typed["kind"], "BIG");
+}
+
+#[tokio::test]
+async fn keys_with_a_schema_of_their_own_get_typed_key_columns_beside_the_values() {
+    let f = Fixture::new();
+    let key_schema = r#"{"type":"record","name":"Key","fields":[{"name":"region","type":"string"},{"name":"n","type":"int"}]}"#;
+    let key_id = f.register("orders-key", SchemaType::Avro, key_schema).await;
+    let value_id = f
+        .register("orders-value", SchemaType::Avro, r#""string""#)
+        .await;
+    f.refresh().await;
+    let key = |region: &str, n: i32| {
+        let v = Avro::Record(vec![
+            ("region".into(), Avro::String(region.into())),
+            ("n".into(), Avro::Int(n)),
+        ]);
+        Some(wire(key_id, &avro_bytes(key_schema, v)))
+    };
+    let value = |s: &str| {
+        Some(wire(
+            value_id,
+            &avro_bytes(r#""string""#, Avro::String(s.into())),
+        ))
+    };
+    let rows = f.rows_keyed(vec![
+        (key("eu", 1), value("a")),
+        (Some(b"k".to_vec()), value("b")),
+        (None, None),
+    ]);
+    assert_eq!(rows[0]["key_typed"], json!({"region": "eu", "n": 1}));
+    assert_eq!(
+        rows[0]["value_typed"],
+        json!({"value": "a"}),
+        "a value that is not a record is one column"
+    );
+    assert!(rows[1]["key_error"]
+        .as_str()
+        .unwrap()
+        .contains("wire format"));
+    assert_eq!(rows[1]["value_typed"], json!({"value": "b"}));
+    assert_eq!(rows[2]["key_typed"], Value::Null);
+    let (columns, _) = typed::load(f.meta.as_ref(), TOPIC_ID)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut ids: Vec<i32> = columns
+        .value
+        .fields
+        .iter()
+        .chain(&columns.key.fields)
+        .map(|c| c.id)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "ids are unique across keys and values");
+}
+
+#[tokio::test]
+async fn the_columns_of_a_deleted_topic_are_forgotten_and_a_live_topics_are_kept() {
+    let f = Fixture::new();
+    f.register("orders-value", SchemaType::Avro, ORDER_V1).await;
+    f.refresh().await;
+    let live: std::collections::HashSet<String> = [TOPIC_ID.to_string()].into();
+    assert_eq!(
+        typed::forget_deleted(f.meta.as_ref(), &live).await.unwrap(),
+        0
+    );
+    assert!(typed::load(f.meta.as_ref(), TOPIC_ID)
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        typed::forget_deleted(f.meta.as_ref(), &Default::default())
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(typed::load(f.meta.as_ref(), TOPIC_ID)
+        .await
+        .unwrap()
+        .is_none());
+}
