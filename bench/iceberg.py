@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Iceberg tables benchmark (run through bench/iceberg.sh).
 
-Per round (BENCH_ICEBERG_ROUNDS, default 3), twice, tables off then on (order alternating): a
-release broker (`--compaction false`) takes BENCH_ICEBERG_MIB MiB (default 256) of the same
-keyed 4 KiB records over 4 partitions; then `compactor --once` (release) compacts them, timed
-(wall, CPU); with tables on its table commit is timed by the commit's own log (`took_ms`).
+Per round (BENCH_ICEBERG_ROUNDS, default 3), three times, tables off, on, and on with typed
+columns (order rotating): a release broker (`--compaction false`) takes BENCH_ICEBERG_MIB MiB
+(default 256) of the same keyed ~4 KiB records over 4 partitions (for typed: the same fields as
+an Avro record, registered in the broker's schema registry and serialized by confluent-kafka's
+AvroSerializer); then `compactor --once` (release) compacts them, timed (wall, CPU); with
+tables on its table commit is timed by the commit's own log (`took_ms`).
 Bytes written = compacted files + table files (metadata, manifests, deletes), per GiB of
 record bytes produced. With tables on, DuckDB (iceberg extension, ATTACH to the broker's REST
 catalog) scans the table, then the same rows exported once to one plain Parquet file (medians
 of 5). Last, freshness: a broker with in-process compaction at its defaults takes a steady
 BENCH_ICEBERG_RATE_MB (default 2) MB/s for BENCH_ICEBERG_FRESHNESS_S (default 150) s; every
-5 s DuckDB reads the newest record timestamp in the table; lag = now - that timestamp.
+5 s DuckDB reads the newest record timestamp in the table; lag = now - that timestamp
+(BENCH_ICEBERG_FRESHNESS_S=0 skips it).
 """
 import os
 import random
@@ -31,7 +34,12 @@ os.environ.setdefault("RUST_LOG", "warn")
 
 from confluent_kafka import Producer  # noqa: E402
 
+from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
+from confluent_kafka.schema_registry.avro import AvroSerializer  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+
 from conftest import create_topic  # noqa: E402
+from targets import free_port  # noqa: E402
 from test_iceberg_tables import catalog_broker, duckdb_attached  # noqa: E402
 
 COMPACTOR_BIN = os.environ.get("COMPACTOR_BIN", str(ROOT / "target" / "release" / "compactor"))
@@ -55,18 +63,37 @@ def log(message):
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+AVRO_SCHEMA = """{"type": "record", "name": "Event", "fields": [
+  {"name": "id", "type": "long"}, {"name": "service", "type": "string"},
+  {"name": "region", "type": "string"}, {"name": "level", "type": "string"},
+  {"name": "tags", "type": {"type": "array", "items": "string"}},
+  {"name": "payload", "type": "string"}, {"name": "text", "type": "string"}]}"""
+
+
 def value(i: int) -> bytes:
     """Unique per record, half pseudo-random hex (seeded by `i`, the same in every run), half
     repeated text: about 2x compressible, as bench/compaction.py's."""
     return random.Random(i).randbytes(VALUE_BYTES // 4).hex().encode() + TEMPLATE
 
 
-def produce(bootstrap, count):
+def typed_value(serializer):
+    """The same content as `value` as an Avro record in the Confluent wire format."""
+    context = SerializationContext(TOPIC, MessageField.VALUE)
+
+    def encode(i: int) -> bytes:
+        return serializer({"id": i, "service": "checkout", "region": "eu-west-1", "level": "info",
+                           "tags": ["web", "mobile", "beta"],
+                           "payload": random.Random(i).randbytes(VALUE_BYTES // 4).hex(),
+                           "text": TEMPLATE.decode()}, context)
+    return encode
+
+
+def produce(bootstrap, count, encode=value):
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 1 << 20})
     for i in range(count):
         while True:
             try:
-                p.produce(TOPIC, key=b"key-%08d" % i, value=value(i), partition=i % PARTITIONS)
+                p.produce(TOPIC, key=b"key-%08d" % i, value=encode(i), partition=i % PARTITIONS)
                 break
             except BufferError:
                 p.poll(0.05)
@@ -112,13 +139,19 @@ def scans(broker, work):
     return table_s, plain_s, table_result[0][0]
 
 
-def one_run(work: Path, tables_on: bool, count: int):
-    data = work / ("on" if tables_on else "off")
-    b = catalog_broker(data, {"compaction": "false"})
+def one_run(work: Path, mode: str, count: int):
+    tables_on = mode != "off"
+    data = work / mode
+    port = free_port()
+    b = catalog_broker(data, {"compaction": "false", "schema.registry.listen": f"127.0.0.1:{port}"})
     b.start()
     try:
         create_topic(b.bootstrap, TOPIC, PARTITIONS, {"iceberg.enable": str(tables_on).lower()})
-        produce(b.bootstrap, count)
+        if mode == "typed":
+            registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
+            produce(b.bootstrap, count, typed_value(AvroSerializer(registry, AVRO_SCHEMA)))
+        else:
+            produce(b.bootstrap, count)
     finally:
         b.stop()
     wall, cpu, commits = compact(data)
@@ -131,6 +164,12 @@ def one_run(work: Path, tables_on: bool, count: int):
         try:
             result["table_s"], result["plain_s"], rows = scans(b, work)
             assert rows == count, f"table rows {rows} != {count}"
+            if mode == "typed":
+                con = duckdb_attached(b)
+                result["typed_s"], typed = timed(
+                    con, f'SELECT count(*), max(value_typed.id), count(*) FILTER (WHERE value_error IS NOT NULL) '
+                         f'FROM lake.kafka."{TOPIC}" WHERE value_typed.level = \'info\'')
+                assert typed == [(count, count - 1, 0)], typed
         finally:
             b.stop()
     shutil.rmtree(data, ignore_errors=True)
@@ -138,6 +177,8 @@ def one_run(work: Path, tables_on: bool, count: int):
 
 
 def freshness(work: Path):
+    if FRESHNESS_S <= 0:
+        return []
     b = catalog_broker(work / "fresh", {})
     b.start()
     lags = []
@@ -182,12 +223,13 @@ def freshness(work: Path):
 def main():
     count = MIB * (1 << 20) // VALUE_BYTES
     work = Path(tempfile.mkdtemp(prefix="bench-iceberg-"))
-    runs = {True: [], False: []}
+    modes = ["off", "on", "typed"]
+    runs = {m: [] for m in modes}
     try:
         for r in range(ROUNDS):
-            for tables_on in ((False, True) if r % 2 == 0 else (True, False)):
-                log(f"round {r + 1}: tables {'on' if tables_on else 'off'}, {MIB} MiB")
-                runs[tables_on].append(one_run(work, tables_on, count))
+            for mode in modes[r % 3:] + modes[:r % 3]:
+                log(f"round {r + 1}: tables {mode}, {MIB} MiB")
+                runs[mode].append(one_run(work, mode, count))
         log(f"freshness: {RATE_MB} MB/s for {FRESHNESS_S} s, default compaction settings")
         lags = freshness(work)
     finally:
@@ -196,23 +238,30 @@ def main():
     med = lambda mode, key: statistics.median(r[key] for r in runs[mode])  # noqa: E731
     produced = count * (VALUE_BYTES + 12)
     gib = produced / (1 << 30)
-    on_written = med(True, "compacted") + med(True, "tables")
-    commits = [ms for r in runs[True] for ms in r["commits"]]
+    on_written = med("on", "compacted") + med("on", "tables")
+    typed_written = med("typed", "compacted") + med("typed", "tables")
+    commits = [ms for r in runs["on"] + runs["typed"] for ms in r["commits"]]
     steady = lags[len(lags) // 3:] or lags
     rows = [
         ("data", f"{count} x {VALUE_BYTES} B over {PARTITIONS} partitions ({produced / 1e6:.0f} MB), {ROUNDS} rounds"),
-        ("compactor --once wall, tables off / on (median)",
-         f"{med(False, 'wall'):.2f} s / {med(True, 'wall'):.2f} s ({med(True, 'wall') / med(False, 'wall'):.3f}x)"),
-        ("compactor CPU, tables off / on (median)",
-         f"{med(False, 'cpu'):.2f} s / {med(True, 'cpu'):.2f} s ({med(True, 'cpu') / med(False, 'cpu'):.3f}x)"),
+        ("compactor --once wall, tables off / on / on + typed Avro (median)",
+         f"{med('off', 'wall'):.2f} s / {med('on', 'wall'):.2f} s ({med('on', 'wall') / med('off', 'wall'):.3f}x) / "
+         f"{med('typed', 'wall'):.2f} s ({med('typed', 'wall') / med('off', 'wall'):.3f}x)"),
+        ("compactor CPU, tables off / on / on + typed Avro (median)",
+         f"{med('off', 'cpu'):.2f} s / {med('on', 'cpu'):.2f} s ({med('on', 'cpu') / med('off', 'cpu'):.3f}x) / "
+         f"{med('typed', 'cpu'):.2f} s ({med('typed', 'cpu') / med('off', 'cpu'):.3f}x)"),
         ("table commit latency (median / max of commits)",
          f"{statistics.median(commits)} ms / {max(commits)} ms" if commits else "no commit logged"),
-        ("bytes written per GiB produced, tables off", f"{med(False, 'compacted') / gib / (1 << 30):.3f} GiB"),
+        ("bytes written per GiB produced, tables off", f"{med('off', 'compacted') / gib / (1 << 30):.3f} GiB"),
         ("bytes written per GiB produced, tables on",
-         f"{on_written / gib / (1 << 30):.3f} GiB, {on_written / med(False, 'compacted'):.4f}x of off "
-         f"(table files: {med(True, 'tables') / 1e3:.1f} kB)"),
+         f"{on_written / gib / (1 << 30):.3f} GiB, {on_written / med('off', 'compacted'):.4f}x of off "
+         f"(table files: {med('on', 'tables') / 1e3:.1f} kB)"),
+        ("bytes written per GiB produced, tables on + typed Avro (the typed columns are in the same files)",
+         f"{typed_written / gib / (1 << 30):.3f} GiB, {typed_written / med('off', 'compacted'):.4f}x of off"),
         ("DuckDB scan: table via REST catalog / same rows as one plain Parquet file (median of 5)",
-         f"{med(True, 'table_s') * 1e3:.0f} ms / {med(True, 'plain_s') * 1e3:.0f} ms"),
+         f"{med('on', 'table_s') * 1e3:.0f} ms / {med('on', 'plain_s') * 1e3:.0f} ms"),
+        ("DuckDB typed query (count, max(value_typed.id) where value_typed.level = 'info'), median of 5",
+         f"{med('typed', 'typed_s') * 1e3:.0f} ms"),
         (f"freshness lag at {RATE_MB} MB/s, default compaction (median / max, last 2/3 of {len(lags)} samples)",
          f"{statistics.median(steady):.1f} s / {max(steady):.1f} s" if steady else "no sample"),
     ]

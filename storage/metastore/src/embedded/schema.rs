@@ -22,7 +22,8 @@ pub(super) fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_MAX);
-    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))?;
+    let mode: String =
+        while_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0)))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(rusqlite::Error::InvalidParameterName(format!(
             "journal_mode stayed {mode}, wal required for multi-process use"
@@ -30,6 +31,26 @@ pub(super) fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     }
     conn.pragma_update(None, "synchronous", "FULL")?;
     Ok(conn)
+}
+
+/// Runs `step` again while another process holds the lock it needs, for up to
+/// [`BUSY_TIMEOUT`]: switching a new database to WAL takes an exclusive lock without calling
+/// the busy handler, so two processes creating one store at once would otherwise fail.
+fn while_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match step() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Opens a connection that never writes (readers, the change-log poller).
