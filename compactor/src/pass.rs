@@ -41,6 +41,7 @@ pub struct PassReport {
     pub keyed: crate::keyed::KeyedReport,
     /// Iceberg table commits this pass.
     pub tables: crate::tables::TablesReport,
+    pub retyped: crate::keyed::RetypeReport,
 }
 
 /// How often a local folder is walked for abandoned staging files (a walk visits every file).
@@ -209,6 +210,9 @@ impl Compactor {
             typing: &self.typing,
         };
         report.keyed = crate::keyed::compact_topics(&keyed, &self.coord_meta).await;
+        // Files compacted before their table had typed columns get them, before the table
+        // commit that swaps them in.
+        report.retyped = crate::keyed::retype_tables(&keyed, &self.coord_meta).await;
         for (topic, records) in self.typing.take_undecodable() {
             crate::metrics::table_records_undecodable(&topic, records);
         }

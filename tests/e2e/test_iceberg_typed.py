@@ -114,3 +114,28 @@ def test_json_schema_and_protobuf_values_are_typed_columns_in_pyiceberg_and_duck
     assert con.sql(f'SELECT sum(value_typed.id), count(DISTINCT value_typed.item) FROM lake.kafka."{orders}"').fetchone() == (105, 15)
     assert con.sql(f'SELECT value_typed.price.currency, sum(value_typed.price.units) FROM lake.kafka."{proto}" '
                    f'GROUP BY 1 ORDER BY 1').fetchall() == [("EUR", 360), ("NOK", 300)]
+
+
+def test_a_topic_made_a_table_later_gets_typed_columns_for_its_compacted_history(lake):
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    topic = create_topic(lake.bootstrap, f"e2e-typed-later-{uuid.uuid4().hex[:8]}", 1)
+    registry = SchemaRegistryClient({"url": lake.registry_url})
+    users = [{"name": f"b{i}", "age": i} for i in range(25)]
+    produce(lake.bootstrap, topic, AvroSerializer(registry, USER_V1), users)
+    files = lambda: set(lake.data_dir.glob("objects/compacted/**/*.parquet"))  # noqa: E731
+    before = files()
+    wait_until(lambda: len(files() - before) > 0, 60, "the history to be compacted before the table exists")
+    admin = AdminClient({"bootstrap.servers": lake.bootstrap})
+    entry = ConfigEntry("iceberg.enable", "true", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+
+    def typed_history():
+        if table_count(lake, topic) != 25:
+            return False
+        return all(r[1] is not None for r in typed_rows(lake, topic))
+    wait_until(typed_history, 60, "the backfilled history to be rewritten with typed columns")
+    consumed = consume(lake.bootstrap, topic, AvroDeserializer(registry), 25)
+    assert [r[1] for r in typed_rows(lake, topic)] == consumed
+    # Kafka consumers read the rewritten files exactly as before.
+    assert consumed == users

@@ -56,6 +56,10 @@ impl<'a> CompactedFile<'a> {
         })
     }
 
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
     pub fn groups(&self) -> usize {
         self.footer.groups.len()
     }

@@ -8,6 +8,7 @@ mod files;
 mod key_map;
 mod plan;
 mod retain;
+mod retype;
 mod stream;
 
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use storage::topics;
 
 pub use key_map::KeyMap;
 pub use plan::CleanState;
+pub use retype::{retype_tables, RetypeReport, RETYPE_BYTES_PER_PASS};
 pub use stream::{clean_key, KeyCompactor, KeyedReport};
 
 /// Compacts every partition of every compacted topic that is due. Failures are logged and

@@ -134,7 +134,7 @@ impl KeyCompactor<'_> {
     }
 
     /// The stream's index records from its first, covered ones (an interrupted swap) deleted.
-    async fn entries(&self, stream: &str) -> Result<Vec<StoredEntry>, CompactorError> {
+    pub(super) async fn entries(&self, stream: &str) -> Result<Vec<StoredEntry>, CompactorError> {
         let index = Index::new(self.meta.clone());
         let mut kept: Vec<StoredEntry> = Vec::new();
         let mut after = 0;
@@ -457,7 +457,7 @@ fn estimated_len(batch: &DecodedBatch) -> u32 {
 }
 
 /// One above the generation of every key-compacted file the stream's index names.
-fn next_generation(entries: &[StoredEntry]) -> u64 {
+pub(super) fn next_generation(entries: &[StoredEntry]) -> u64 {
     entries
         .iter()
         .filter_map(|e| {

@@ -108,6 +108,28 @@ const IS_TRANSACTIONAL_LEAF: usize = 18;
 const IS_CONTROL_LEAF: usize = 19;
 
 impl Footer {
+    /// Names of the file's top-level columns, the Kafka ones and any extra (see
+    /// [`super::ExtraColumns`]).
+    pub fn top_level_fields(&self) -> Vec<String> {
+        let schema = self.metadata.file_metadata().schema_descr();
+        schema
+            .root_schema()
+            .get_fields()
+            .iter()
+            .map(|f| f.name().to_string())
+            .collect()
+    }
+
+    /// The file's layout version ([`super::FORMAT_VERSION`] or
+    /// [`super::KEY_COMPACTED_FORMAT_VERSION`]); checked when the footer was parsed.
+    pub fn format_version(&self) -> Option<&str> {
+        self.metadata
+            .file_metadata()
+            .key_value_metadata()
+            .and_then(|kv| kv.iter().find(|k| k.key == FORMAT_VERSION_KEY))
+            .and_then(|k| k.value.as_deref())
+    }
+
     pub fn stats(&self) -> FileStats {
         let mut offsets: Option<(u64, u64)> = None;
         let mut known = true;

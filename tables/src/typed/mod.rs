@@ -348,7 +348,12 @@ pub struct Typing {
     meta: Arc<dyn MetaStore>,
     /// By topic id (the part of a stream id before `-<partition>`).
     plans: RwLock<HashMap<String, Arc<Plan>>>,
+    /// Object keys of files found to carry their typed columns.
+    typed_files: std::sync::Mutex<std::collections::HashSet<String>>,
 }
+
+/// Files remembered as typed; past it the memory is cleared and footers are read again.
+const TYPED_FILES_REMEMBERED_MAX: usize = 1 << 20;
 
 impl Typing {
     /// `meta` holds the schema registry and the tables' columns.
@@ -357,6 +362,7 @@ impl Typing {
             registry: Registry::new(meta.clone()),
             meta,
             plans: RwLock::new(HashMap::new()),
+            typed_files: std::sync::Mutex::default(),
         }
     }
 
@@ -496,6 +502,45 @@ impl Typing {
             })
             .collect();
         Some(Box::new(Writer { plan, sides }))
+    }
+
+    /// The typed columns every file of `stream` should have: `None` when its topic's table has
+    /// none. A file without them (compacted before the table or its subject existed) is
+    /// rewritten with them (the compactor's retype step).
+    pub fn typed_columns(&self, stream: &str) -> Option<Vec<&'static str>> {
+        let (topic_id, _) = stream.rsplit_once('-')?;
+        let plans = self.plans_read();
+        let plan = plans.get(topic_id)?;
+        Some(
+            plan.columns
+                .sides()
+                .into_iter()
+                .flat_map(|side| {
+                    let ((error, _), (typed, _)) = side.columns();
+                    [error, typed]
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether the file at `object_key` was found to have its typed columns (files never
+    /// change, so it is asked once per compactor process).
+    pub fn known_typed(&self, object_key: &str) -> bool {
+        self.typed_files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(object_key)
+    }
+
+    pub fn mark_typed(&self, object_key: &str) {
+        let mut files = self
+            .typed_files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if files.len() >= TYPED_FILES_REMEMBERED_MAX {
+            files.clear();
+        }
+        files.insert(object_key.to_string());
     }
 
     /// Records that did not decode since the last call, by topic.
