@@ -301,3 +301,65 @@ proptest::proptest! {
         let _ = parsed.validate(&bytes);
     }
 }
+
+#[test]
+fn logical_types_are_compared_by_their_physical_types_as_avro_java_does() {
+    let decimal = r#"{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}"#;
+    let millis = r#"{"type":"long","logicalType":"timestamp-millis"}"#;
+    let date = r#"{"type":"int","logicalType":"date"}"#;
+    let v1 = record(
+        &[
+            field("amount", decimal),
+            field("at", millis),
+            field("day", date),
+        ]
+        .join(","),
+    );
+    let v2 = record(
+        &[
+            field("amount", decimal),
+            field("at", millis),
+            field("day", date),
+            field_default("note", r#"["null","string"]"#, "null"),
+        ]
+        .join(","),
+    );
+    assert!(
+        reads(&v2, &v1),
+        "a field added beside unchanged logical types"
+    );
+    assert!(reads(&v1, &v2));
+    let as_long = record(
+        &[
+            field("amount", decimal),
+            field("at", r#""long""#),
+            field("day", date),
+        ]
+        .join(","),
+    );
+    assert!(
+        reads(&as_long, &v1),
+        "timestamp-millis is a long to Avro's resolution"
+    );
+    let as_string = record(
+        &[
+            field("amount", r#""string""#),
+            field("at", millis),
+            field("day", date),
+        ]
+        .join(","),
+    );
+    assert!(
+        reads(&as_string, &v1),
+        "bytes promote to string, under the decimal too"
+    );
+    let as_int = record(
+        &[
+            field("amount", decimal),
+            field("at", r#""int""#),
+            field("day", date),
+        ]
+        .join(","),
+    );
+    assert!(!reads(&as_int, &v1), "a long cannot be read as an int");
+}

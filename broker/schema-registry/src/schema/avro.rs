@@ -63,12 +63,11 @@ impl AvroSchema {
                 _ => None,
             })
             .collect();
-        let writer_schema = if defaulted.is_empty() {
-            writer.inlined.clone()
-        } else {
-            without_defaulted_symbols(&writer.inlined, &defaulted, 0)
-        };
-        match SchemaCompatibility::can_read(&writer_schema, &self.inlined) {
+        // Logical types are compared by their physical types, as Avro's Java `SchemaCompatibility`
+        // (which Confluent runs) does; `apache-avro` refuses even an unchanged decimal.
+        let writer_schema = for_compatibility(&writer.inlined, &defaulted, 0);
+        let reader_schema = for_compatibility(&self.inlined, &HashMap::new(), 0);
+        match SchemaCompatibility::can_read(&writer_schema, &reader_schema) {
             Ok(()) => Vec::new(),
             Err(error) => vec![format!("READER_CANNOT_READ_WRITER: {error}")],
         }
@@ -195,8 +194,9 @@ fn inline(
     })
 }
 
-/// `schema` with the symbols of each enum in `defaulted` cut to those the reader knows.
-fn without_defaulted_symbols(
+/// `schema` as Avro's Java compatibility check sees it: logical types as their physical types,
+/// and the symbols of each enum in `defaulted` cut to those the reader knows.
+fn for_compatibility(
     schema: &Schema,
     defaulted: &HashMap<Name, Vec<String>>,
     depth: usize,
@@ -204,8 +204,19 @@ fn without_defaulted_symbols(
     if depth > DEPTH_MAX {
         return schema.clone();
     }
-    let walk = |s: &Schema| without_defaulted_symbols(s, defaulted, depth + 1);
+    let walk = |s: &Schema| for_compatibility(s, defaulted, depth + 1);
     match schema {
+        Schema::Decimal(d) => walk(&d.inner),
+        Schema::BigDecimal => Schema::Bytes,
+        Schema::Uuid => Schema::String,
+        Schema::Date | Schema::TimeMillis => Schema::Int,
+        Schema::TimeMicros
+        | Schema::TimestampMillis
+        | Schema::TimestampMicros
+        | Schema::TimestampNanos
+        | Schema::LocalTimestampMillis
+        | Schema::LocalTimestampMicros
+        | Schema::LocalTimestampNanos => Schema::Long,
         Schema::Enum(e) => match defaulted.get(&e.name) {
             Some(known) => {
                 let mut e = e.clone();
