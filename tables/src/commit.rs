@@ -482,11 +482,13 @@ impl TableStore {
             sequence_number,
         };
         let manifests = self.write_manifests(&plan, &version, &header).await?;
+        crate::crash_point("table-manifests-written");
         let parent = current.and_then(|c| c.metadata.current_snapshot_id);
         let list_key = format!("{folder}/{sequence_number:05}-snap-{snapshot_id}-{nonce}.avro");
         let files: Vec<ManifestFile> = manifests.iter().map(|m| m.file.clone()).collect();
         let list = manifest::write_manifest_list(snapshot_id, parent, sequence_number, &files)?;
         self.write(&list_key, list).await?;
+        crate::crash_point("table-manifest-list-written");
         let totals = Totals::of(&manifests);
         let snapshot = Snapshot {
             snapshot_id,
@@ -508,6 +510,7 @@ impl TableStore {
         let metadata_key = format!("{folder}/{sequence_number:05}-{nonce}.metadata.json");
         self.write(&metadata_key, serde_json::to_vec(&metadata)?)
             .await?;
+        crate::crash_point("table-metadata-written");
         let pointer = TablePointer {
             topic_id: plan.topic_id.to_string(),
             metadata_location: self.location(&metadata_key),
@@ -519,6 +522,7 @@ impl TableStore {
         };
         let previous_version = current.map(|c| c.versioned.version_id);
         catalog::swap(self.meta.as_ref(), plan.topic, previous_version, &pointer).await?;
+        crate::crash_point("table-pointer-swapped");
         tracing::info!(
             topic = plan.topic,
             sequence_number,

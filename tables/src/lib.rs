@@ -36,3 +36,21 @@ pub fn base_url(object_store_url: &str) -> String {
     }
     trimmed.to_string()
 }
+
+/// Dies here, as a SIGKILL would, when the environment variable `DISKLESS_CRASH_AT` names
+/// `step`. Debug builds only: `tests/e2e/test_iceberg_typed.py` kills the compactor at every
+/// step of a retype and a table commit in turn (its `CRASH_POINTS` name them); release builds
+/// compile it to nothing.
+pub fn crash_point(step: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var("DISKLESS_CRASH_AT").is_ok_and(|at| at == step) {
+        tracing::warn!(step, "crash point reached: killing this process");
+        let pid = std::process::id().to_string();
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid])
+            .status();
+        std::process::abort();
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = step;
+}

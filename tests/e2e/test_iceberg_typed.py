@@ -4,6 +4,7 @@ Schema and Protobuf serializers are decoded (from the broker's own schema regist
 a field added mid-stream is a new column; a record that does not decode keeps its bytes and says
 why in `value_error`. The tables and the registry are ours: skipped against the reference Kafka."""
 
+import time
 import uuid
 
 import pytest
@@ -139,3 +140,64 @@ def test_a_topic_made_a_table_later_gets_typed_columns_for_its_compacted_history
     assert [r[1] for r in typed_rows(lake, topic)] == consumed
     # Kafka consumers read the rewritten files exactly as before.
     assert consumed == users
+
+
+# The crash points of `tables::crash_point`, in the order a pass reaches them.
+CRASH_POINTS = ["retype-uploaded", "retype-swapped", "table-manifests-written", "table-manifest-list-written",
+                "table-metadata-written", "table-pointer-swapped"]
+
+
+def test_a_compactor_killed_at_every_step_of_a_commit_leaves_no_dangling_or_duplicate_file(target, tmp_path):
+    """Per step, a topic with untyped history is made a table, and the pass that retypes the
+    history and creates the table is killed there; for table steps, so is the next commit to the
+    existing table. After each kill, the next whole pass leaves a table whose every file exists,
+    none listed twice, with every record typed."""
+    import os
+    import signal
+    import subprocess
+
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    from test_compacted_topics import REPO, compactor_once
+    if target != "ours":
+        pytest.skip("Iceberg tables are ours")
+    port = free_port()
+    b = catalog_broker(tmp_path / "broker", {"compaction": "false", "schema.registry.listen": f"127.0.0.1:{port}"})
+    b.start()
+    try:
+        registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
+        serializer = AvroSerializer(registry, USER_V1)
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        command = [os.environ.get("COMPACTOR_BIN", str(REPO / "target/debug/compactor")), "--data-dir",
+                   str(b.data_dir), "--object-store", f"file://{b.data_dir}/objects", "--metastore", "embedded",
+                   "--compaction-min-bytes", "0", "--compaction-min-age-ms", "0",
+                   "--compaction-grace-period-ms", "0", "--compaction-session-timeout-ms", "1000", "--once"]
+
+        def killed_then_whole(step, topic, produced):
+            killed = subprocess.run(command, capture_output=True, timeout=120,
+                                    env={**os.environ, "DISKLESS_CRASH_AT": step})
+            assert killed.returncode == -signal.SIGKILL, f"{step}: {killed.stderr.decode()[-1500:]}"
+            time.sleep(1.5)  # the killed leader's lock expires (a live one's pass would be skipped)
+            subprocess.run(command, check=True, capture_output=True, timeout=120)
+            table = rest_catalog(b).load_table(f"kafka.{topic}")
+            paths = [task.file.file_path for task in table.scan().plan_files()]
+            assert len(paths) == len(set(paths)), f"{step}: a file listed twice"
+            for path in paths:
+                assert os.path.exists(path.removeprefix("file://")), f"{step}: {path} is listed but gone"
+            assert [r[1] for r in typed_rows(b, topic)] == produced, f"{step}: the table after the next pass"
+
+        for step in CRASH_POINTS:
+            topic = create_topic(b.bootstrap, f"e2e-typed-kill-{uuid.uuid4().hex[:8]}", 1)
+            produced = [{"name": f"h{i}", "age": i} for i in range(10)]
+            produce(b.bootstrap, topic, serializer, produced)
+            compactor_once(b.data_dir)  # history without typed columns: the retype steps have work
+            entry = ConfigEntry("iceberg.enable", "true", incremental_operation=AlterConfigOpType.SET)
+            resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+            admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+            for round_ in range(2 if step.startswith("table-") else 1):
+                more = [{"name": f"r{round_}-{i}", "age": i} for i in range(5)]
+                produce(b.bootstrap, topic, serializer, more)
+                produced += more
+                killed_then_whole(step, topic, produced)
+            assert consume(b.bootstrap, topic, AvroDeserializer(registry), len(produced)) == produced
+    finally:
+        b.stop()

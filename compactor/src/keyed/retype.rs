@@ -111,6 +111,7 @@ impl KeyCompactor<'_> {
             }
         };
         upload.finish().await?;
+        tables::crash_point("retype-uploaded");
         let entry = IndexEntry {
             object_key: object_key.clone(),
             byte_offset: 0,
@@ -130,6 +131,7 @@ impl KeyCompactor<'_> {
             }
             Err(e) => return Err(e.into()),
         }
+        tables::crash_point("retype-swapped");
         self.typing.mark_typed(&object_key);
         tracing::info!(stream, old = %old.object_key, new = %object_key, "rewrote a file with its typed columns");
         Ok(u64::from(written.0))
