@@ -251,6 +251,16 @@ impl Registry {
         Ok(entries)
     }
 
+    /// The live versions of `subject` with their schema ids, in version order (one read).
+    pub async fn version_ids(&self, subject: &str) -> RegistryResult<Vec<(i32, i32)>> {
+        Ok(self
+            .entries(subject, false)
+            .await?
+            .iter()
+            .map(|e| (e.version, e.record.id))
+            .collect())
+    }
+
     pub async fn versions(&self, subject: &str, deleted: bool) -> RegistryResult<Vec<i32>> {
         Ok(self
             .entries(subject, deleted)

@@ -29,7 +29,7 @@ use parquet::file::writer::SerializedRowGroupWriter;
 use parquet::schema::types::Type;
 use schema_registry::schema::Parsed;
 use schema_registry::validation::wire_format;
-use schema_registry::{Registry, RegistryError, VersionSpec};
+use schema_registry::{Registry, RegistryError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use storage::compacted::{CompactedError, ExtraColumns, RecordRow};
@@ -441,18 +441,12 @@ impl Typing {
         refused: &mut Vec<Refusal>,
     ) -> Result<(), TableError> {
         let subject = side.subject(topic);
-        let versions = match self.registry.versions(&subject, false).await {
+        let versions = match self.registry.version_ids(&subject).await {
             Ok(versions) => versions,
             Err(RegistryError::SubjectNotFound(_)) => Vec::new(),
             Err(e) => return Err(TableError::Schema(e.to_string())),
         };
-        for version in versions.into_iter().take(VERSIONS_MAX) {
-            let view = self
-                .registry
-                .version(&subject, VersionSpec::Number(version), false)
-                .await
-                .map_err(|e| TableError::Schema(e.to_string()))?;
-            let id = view.id;
+        for (_, id) in versions.into_iter().take(VERSIONS_MAX) {
             let seen = columns.side(side);
             if seen.merged.contains(&id) || seen.refused.contains_key(&id) {
                 continue;
