@@ -311,7 +311,7 @@ impl ExtraColumns for Writer {
                 }
                 None => w.error_def.push(0),
             }
-            w.typed.push(&datum);
+            w.typed.push(datum);
         }
     }
 

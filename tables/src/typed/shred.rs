@@ -59,7 +59,7 @@ impl Shredder {
     }
 
     /// Appends one row.
-    pub fn push(&mut self, datum: &Datum) {
+    pub fn push(&mut self, datum: Datum) {
         let mut at = 0;
         put(
             &self.field,
@@ -150,7 +150,7 @@ fn add_leaves(f: &Field, repeated: bool, leaves: &mut Vec<Leaf>) {
 #[allow(clippy::too_many_arguments)]
 fn put(
     f: &Field,
-    d: &Datum,
+    d: Datum,
     parent_def: i16,
     rep: i16,
     depth: i16,
@@ -161,14 +161,15 @@ fn put(
     let def = if required { parent_def } else { parent_def + 1 };
     match (&f.kind, d) {
         (Kind::Struct { fields }, Datum::Struct(values)) => {
-            for (i, c) in fields.iter().enumerate() {
-                let v = values.get(i).unwrap_or(&Datum::Null);
+            let mut values = values.into_iter();
+            for c in fields {
+                let v = values.next().unwrap_or(Datum::Null);
                 put(c, v, def, rep, depth, false, leaves, at);
             }
         }
         (Kind::List { element }, Datum::List(items)) if !items.is_empty() => {
             let start = *at;
-            for (i, item) in items.iter().enumerate() {
+            for (i, item) in items.into_iter().enumerate() {
                 *at = start;
                 let r = if i == 0 { rep } else { depth + 1 };
                 put(element, item, def + 1, r, depth + 1, false, leaves, at);
@@ -176,7 +177,7 @@ fn put(
         }
         (Kind::Map { key, value }, Datum::Map(entries)) if !entries.is_empty() => {
             let start = *at;
-            for (i, (k, v)) in entries.iter().enumerate() {
+            for (i, (k, v)) in entries.into_iter().enumerate() {
                 *at = start;
                 let r = if i == 0 { rep } else { depth + 1 };
                 put(key, k, def + 1, r, depth + 1, true, leaves, at);
@@ -195,31 +196,31 @@ fn put(
             };
             let pushed = match (&mut leaf.values, value) {
                 (Values::Bool(v), Datum::Bool(x)) => {
-                    v.push(*x);
+                    v.push(x);
                     true
                 }
                 (Values::Int(v), Datum::Int(x)) => {
-                    v.push(*x);
+                    v.push(x);
                     true
                 }
                 (Values::Long(v), Datum::Long(x)) => {
-                    v.push(*x);
+                    v.push(x);
                     true
                 }
                 (Values::Float(v), Datum::Float(x)) => {
-                    v.push(*x);
+                    v.push(x);
                     true
                 }
                 (Values::Double(v), Datum::Double(x)) => {
-                    v.push(*x);
+                    v.push(x);
                     true
                 }
                 (Values::Bytes(v), Datum::Bytes(x)) => {
-                    v.push(ByteArray::from(x.clone()));
+                    v.push(ByteArray::from(x));
                     true
                 }
                 (Values::Fixed(v), Datum::Bytes(x)) => {
-                    v.push(FixedLenByteArray::from(ByteArray::from(x.clone())));
+                    v.push(FixedLenByteArray::from(ByteArray::from(x)));
                     true
                 }
                 _ => false,
