@@ -171,23 +171,27 @@ fn value_datum(v: &Value, kind: &Kind, proto: &Proto) -> Result<Datum, String> {
             };
             let mut out: Vec<(Datum, Datum)> = entries
                 .iter()
-                .map(|(k, v)| Ok((key_datum(k), value_datum(v, &value.kind, &value_proto)?)))
+                .map(|(k, v)| Ok((key_datum(k)?, value_datum(v, &value.kind, &value_proto)?)))
                 .collect::<Result<_, String>>()?;
             // A map's order on the wire is not kept; sorted, equal maps are equal rows.
-            out.sort_by(|a, b| format!("{:?}", a.0).cmp(&format!("{:?}", b.0)));
+            out.sort_by_cached_key(|(k, _)| format!("{k:?}"));
             Datum::Map(out)
         }
         (other, kind) => return Err(format!("a {other:?} value for a {} column", kind.iceberg())),
     })
 }
 
-fn key_datum(k: &MapKey) -> Datum {
-    match k {
+/// A map key as its column holds it; a uint64 key above a long's range is an error (the record
+/// keeps its bytes), never a wrong key.
+fn key_datum(k: &MapKey) -> Result<Datum, String> {
+    Ok(match k {
         MapKey::Bool(b) => Datum::Bool(*b),
         MapKey::I32(i) => Datum::Int(*i),
         MapKey::I64(i) => Datum::Long(*i),
         MapKey::U32(u) => Datum::Long(i64::from(*u)),
-        MapKey::U64(u) => Datum::Long(i64::try_from(*u).unwrap_or(i64::MAX)),
+        MapKey::U64(u) => {
+            Datum::Long(i64::try_from(*u).map_err(|_| format!("map key {u} does not fit a long"))?)
+        }
         MapKey::String(s) => Datum::Bytes(s.as_bytes().to_vec()),
-    }
+    })
 }
