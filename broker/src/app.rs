@@ -131,8 +131,10 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
         storage::clock::system(),
     )
     .await?;
-    let storage =
-        storage::Storage::open(config.storage_config(), objects.clone(), index_meta.clone());
+    let mut storage_config = config.storage_config();
+    // Compacted files of typed tables keep an Avro value once, in its typed columns.
+    storage_config.value_restorer = Some(Arc::new(tables::typed::restore::Restorer::new()));
+    let storage = storage::Storage::open(storage_config, objects.clone(), index_meta.clone());
     // Long polls here wake on other brokers' appends.
     storage.spawn_bounds_poller();
     let groups = crate::groups::GroupCoordinator::open(

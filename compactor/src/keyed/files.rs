@@ -19,6 +19,8 @@ pub struct CompactedFile<'a> {
     located: &'a LocatedEntry,
     footer: Arc<Footer>,
     path: Path,
+    /// Rebuilds the values the file's typed columns elided (its schemas parsed once per file).
+    restorer: Arc<tables::typed::restore::Restorer>,
 }
 
 impl<'a> CompactedFile<'a> {
@@ -53,6 +55,7 @@ impl<'a> CompactedFile<'a> {
             located,
             footer,
             path,
+            restorer: Arc::default(),
         })
     }
 
@@ -79,7 +82,10 @@ impl<'a> CompactedFile<'a> {
             .get_range(&self.path, base + span.byte_start..base + span.byte_end)
             .await?;
         let footer = self.footer.clone();
-        let options = RebuildOptions { recompress: false };
+        let options = RebuildOptions {
+            recompress: false,
+            restorer: Some(self.restorer.clone()),
+        };
         storage::cpu::run(inline, move || {
             decode_group(&footer, group, bytes, &options)
         })

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use metastore::{Expect, MetaError, MetaStore, PutOptions};
 use object_store::path::Path;
-use storage::compacted::{FileWriter, WriterOptions, KEY_COMPACTED_FORMAT_VERSION};
+use storage::compacted::{FileWriter, WriterOptions};
 use storage::index::StoredEntry;
 use storage::record_batch::decode_batch;
 use storage::topics;
@@ -148,7 +148,7 @@ impl KeyCompactor<'_> {
     ) -> Result<(u32, u32), CompactorError> {
         let options = WriterOptions::default();
         let extra = self.typing.extra(stream);
-        let mut writer = if file.footer().format_version() == Some(KEY_COMPACTED_FORMAT_VERSION) {
+        let mut writer = if file.footer().key_compacted() {
             FileWriter::key_compacted(stream, &options, extra)?
         } else {
             FileWriter::with_extra(stream, &options, extra)?

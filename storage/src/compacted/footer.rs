@@ -8,7 +8,10 @@ use parquet::file::statistics::Statistics;
 use parquet::file::FOOTER_SIZE;
 
 use super::columns::{LEAF_COLUMNS, LEAF_COLUMNS_WITHOUT_PARTITION};
-use super::{CompactedError, FORMAT_VERSIONS_READ, FORMAT_VERSION_KEY};
+use super::{
+    CompactedError, FORMAT_VERSIONS_READ, FORMAT_VERSION_KEY, KEY_COMPACTED_FORMAT_VERSION,
+    VALUES_ELIDED_SUFFIX,
+};
 use crate::cache::Weigh;
 
 /// Bytes read from a file's end on first touch. Footers of files cut at 128 MiB with 2 MiB
@@ -120,14 +123,25 @@ impl Footer {
             .collect()
     }
 
-    /// The file's layout version ([`super::FORMAT_VERSION`] or
-    /// [`super::KEY_COMPACTED_FORMAT_VERSION`]); checked when the footer was parsed.
+    /// The file's layout version (one of [`super::FORMAT_VERSIONS_READ`]); checked when the
+    /// footer was parsed.
     pub fn format_version(&self) -> Option<&str> {
-        self.metadata
-            .file_metadata()
-            .key_value_metadata()
-            .and_then(|kv| kv.iter().find(|k| k.key == FORMAT_VERSION_KEY))
-            .and_then(|k| k.value.as_deref())
+        format_version(&self.metadata)
+    }
+
+    /// Whether key compaction wrote the file (gaps allowed).
+    pub fn key_compacted(&self) -> bool {
+        self.format_version()
+            .is_some_and(|v| v.starts_with(KEY_COMPACTED_FORMAT_VERSION))
+    }
+
+    /// Whether some values are elided: reading the file needs a [`super::ValueRestorer`].
+    pub fn values_elided(&self) -> bool {
+        values_elided(&self.metadata)
+    }
+
+    pub fn file_metadata(&self) -> &parquet::file::metadata::FileMetaData {
+        self.metadata.file_metadata()
     }
 
     pub fn stats(&self) -> FileStats {
@@ -171,6 +185,18 @@ impl Weigh for Footer {
     }
 }
 
+fn format_version(metadata: &ParquetMetaData) -> Option<&str> {
+    metadata
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|k| k.key == FORMAT_VERSION_KEY))
+        .and_then(|k| k.value.as_deref())
+}
+
+fn values_elided(metadata: &ParquetMetaData) -> bool {
+    format_version(metadata).is_some_and(|v| v.ends_with(VALUES_ELIDED_SUFFIX))
+}
+
 fn span(
     metadata: &ParquetMetaData,
     group: usize,
@@ -179,8 +205,13 @@ fn span(
     let rg = metadata.row_group(group);
     let (mut byte_start, mut byte_end) = (u64::MAX, 0u64);
     // Extra columns come after the Kafka ones: the span (what a Kafka read fetches) ends at
-    // the last Kafka column.
-    for column in rg.columns().iter().take(LEAF_COLUMNS) {
+    // the last Kafka column, unless elided values are rebuilt from the extra columns.
+    let leaves = if values_elided(metadata) {
+        usize::MAX
+    } else {
+        LEAF_COLUMNS
+    };
+    for column in rg.columns().iter().take(leaves) {
         let start = column
             .dictionary_page_offset()
             .unwrap_or(column.data_page_offset());
@@ -224,10 +255,7 @@ fn span(
 
 fn check_layout(metadata: &ParquetMetaData) -> Result<(), CompactedError> {
     let meta = metadata.file_metadata();
-    let version = meta
-        .key_value_metadata()
-        .and_then(|kv| kv.iter().find(|k| k.key == FORMAT_VERSION_KEY))
-        .and_then(|k| k.value.as_deref());
+    let version = format_version(metadata);
     if !version.is_some_and(|v| FORMAT_VERSIONS_READ.contains(&v)) {
         return Err(bad(format!(
             "unsupported compacted format version {version:?}"

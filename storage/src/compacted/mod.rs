@@ -14,7 +14,7 @@ pub mod writer;
 
 pub use columns::schema;
 pub use error::CompactedError;
-pub use extra::ExtraColumns;
+pub use extra::{ExtraColumns, ValueRestorer};
 pub use footer::{FileStats, Footer, ParsedTail, RowGroupSpan, FOOTER_PREFETCH_BYTES};
 pub use reader::{decode_group, read_batches, RebuildOptions, RebuiltBatches, RebuiltGroup};
 pub use record_batch::{BatchHeader, DecodedBatch, RecordRow};
@@ -28,8 +28,17 @@ pub const FORMAT_VERSION: &str = "1";
 /// Kafka's delete horizon (attribute bit 6, in the base timestamp). Readers of version 1 only
 /// would serve wrong offsets across gaps, so they must refuse it.
 pub const KEY_COMPACTED_FORMAT_VERSION: &str = "2";
+/// Appended to either version when the file's extra columns elided values (see
+/// [`ExtraColumns`]): such a file is read with a [`ValueRestorer`], and a reader that predates
+/// elision must refuse it rather than serve the kept bytes alone.
+pub const VALUES_ELIDED_SUFFIX: &str = "+elided-values";
 /// Versions this reader decodes.
-pub const FORMAT_VERSIONS_READ: &[&str] = &[FORMAT_VERSION, KEY_COMPACTED_FORMAT_VERSION];
+pub const FORMAT_VERSIONS_READ: &[&str] = &[
+    FORMAT_VERSION,
+    KEY_COMPACTED_FORMAT_VERSION,
+    "1+elided-values",
+    "2+elided-values",
+];
 /// Key-value metadata key naming [`FORMAT_VERSION`].
 pub const FORMAT_VERSION_KEY: &str = "kafka.compacted.format.version";
 
@@ -115,7 +124,10 @@ mod tests {
             .flat_map(|(_, p)| records_of(p.clone()))
             .collect();
         for recompress in [true, false] {
-            let opts = RebuildOptions { recompress };
+            let opts = RebuildOptions {
+                recompress,
+                ..RebuildOptions::default()
+            };
             let got = read_batches(written.bytes.clone(), 0, usize::MAX, &opts).unwrap();
             assert_eq!(got.base_offset, 100);
             assert_eq!(records_of(got.bytes.clone()), all);

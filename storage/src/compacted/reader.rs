@@ -14,22 +14,27 @@ use parquet::file::serialized_reader::SerializedRowGroupReader;
 
 use super::columns::{Columns, HEADER_KEY_DEF, HEADER_VALUE_PRESENT_DEF};
 use super::footer::{Footer, ParsedTail, RowGroupSpan};
-use super::CompactedError;
+use super::{CompactedError, ValueRestorer};
 use crate::cache::Weigh;
 use crate::index::{BatchMeta, ProducerMeta};
 use record_batch::{encode_batch_into, BatchHeader, RecordRef};
 
-/// How rebuilt batches are compressed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How rebuilt batches are compressed, and how elided values are rebuilt.
+#[derive(Clone, Debug)]
 pub struct RebuildOptions {
     /// Re-compress with each batch's original codec; otherwise serve uncompressed batches
     /// (cheaper on CPU, more bytes on the wire).
     pub recompress: bool,
+    /// Rebuilds the values of files that elided them; without one, such a file is refused.
+    pub restorer: Option<Arc<dyn ValueRestorer>>,
 }
 
 impl Default for RebuildOptions {
     fn default() -> Self {
-        RebuildOptions { recompress: true }
+        RebuildOptions {
+            recompress: true,
+            restorer: None,
+        }
     }
 }
 
@@ -144,7 +149,18 @@ pub fn decode_group(
         footer.metadata.page_index_for_row_group(group),
         Arc::new(ReaderProperties::builder().build()),
     )?;
-    let columns = read_group(&reader, span.rows)?;
+    let mut columns = read_group(&reader, span.rows)?;
+    if footer.values_elided() {
+        let restorer = options.restorer.as_ref().ok_or_else(|| {
+            CompactedError::Parquet("values are elided and no restorer was given".into())
+        })?;
+        restorer.restore(
+            footer.file_metadata(),
+            &reader,
+            &columns.value_def,
+            &mut columns.value,
+        )?;
+    }
     // Rebuilt batches are about the row group's uncompressed size: one allocation, no regrowth.
     let reserve = usize::try_from(footer.metadata.row_group(group).total_byte_size())
         .unwrap_or(0)

@@ -15,18 +15,20 @@ pub(super) fn push_batch(
     batch: &DecodedBatch,
 ) {
     let h = &batch.header;
-    if let Some(extra) = extra {
-        for r in &batch.records {
-            extra.push(r, h.is_control());
-        }
-    }
+    let mut extra = extra;
     let log_append = h.is_log_append_time();
     for r in &batch.records {
+        let kept = extra.as_deref_mut().and_then(|e| e.push(r, h.is_control()));
         c.offset.push(batch_base_offset + i64::from(r.offset_delta));
         c.timestamp.push(h.record_timestamp(r.timestamp_delta));
         c.timestamp_type.push(i32::from(log_append));
         push_nullable(&mut c.key, &mut c.key_def, r.key.as_ref());
-        push_nullable(&mut c.value, &mut c.value_def, r.value.as_ref());
+        match (kept, &r.value) {
+            (Some(n), Some(v)) if n <= v.len() => {
+                push_nullable(&mut c.value, &mut c.value_def, Some(&v.slice(..n)));
+            }
+            _ => push_nullable(&mut c.value, &mut c.value_def, r.value.as_ref()),
+        }
         if r.headers.is_empty() {
             c.header_key_def.push(HEADERS_EMPTY_DEF);
             c.header_rep.push(0);

@@ -11,7 +11,8 @@ use parquet::file::writer::SerializedFileWriter;
 use super::columns::{self, Columns};
 use super::row_group::{push_batch, write_group};
 use super::{
-    CompactedError, ExtraColumns, FORMAT_VERSION, FORMAT_VERSION_KEY, KEY_COMPACTED_FORMAT_VERSION,
+    CompactedError, ExtraColumns, FORMAT_VERSION, FORMAT_VERSIONS_READ, FORMAT_VERSION_KEY,
+    KEY_COMPACTED_FORMAT_VERSION, VALUES_ELIDED_SUFFIX,
 };
 use crate::index::{BatchMeta, ProducerMeta};
 use record_batch::{decode_batch, split_batches, DecodedBatch};
@@ -117,8 +118,13 @@ impl FileWriter {
         version: &str,
         extra: Option<Box<dyn ExtraColumns>>,
     ) -> Result<Self, CompactedError> {
+        let version = match &extra {
+            Some(e) if e.elides_values() => format!("{version}{VALUES_ELIDED_SUFFIX}"),
+            _ => version.to_string(),
+        };
+        debug_assert!(FORMAT_VERSIONS_READ.contains(&version.as_str()));
         let metadata = vec![
-            KeyValue::new(FORMAT_VERSION_KEY.into(), version.to_string()),
+            KeyValue::new(FORMAT_VERSION_KEY.into(), version),
             KeyValue::new("kafka.stream".into(), stream.to_string()),
         ];
         let props = WriterProperties::builder()
@@ -274,6 +280,14 @@ impl FileWriter {
     pub fn finish(mut self) -> Result<(Bytes, WrittenMeta), CompactedError> {
         if !self.group.offset.is_empty() {
             self.write_group()?;
+        }
+        for kv in self
+            .extra
+            .as_ref()
+            .map(|e| e.metadata())
+            .unwrap_or_default()
+        {
+            self.writer.append_key_value_metadata(kv);
         }
         self.writer.finish()?;
         let tail = self.take_output()?;

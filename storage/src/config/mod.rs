@@ -4,8 +4,10 @@
 pub mod settings;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use self::settings as s;
+use crate::compacted::ValueRestorer;
 use crate::settings::Resolved;
 
 /// Settings of the log engine. Names follow the seed system's, snake_case, units last; each
@@ -33,6 +35,9 @@ pub struct StorageConfig {
     /// Decode compacted row groups on the calling thread instead of tokio's blocking pool:
     /// only for the single-threaded deterministic simulation.
     pub cpu_work_inline: bool,
+    /// Rebuilds values that compacted files with typed columns elided (the `tables` crate
+    /// gives it); without one, such files are refused as corrupt.
+    pub value_restorer: Option<Arc<dyn ValueRestorer>>,
 }
 
 impl Default for StorageConfig {
@@ -54,6 +59,7 @@ impl Default for StorageConfig {
             wal_prefix: "wal".to_string(),
             wal_object_id_seed: None,
             cpu_work_inline: false,
+            value_restorer: None,
         }
     }
 }

@@ -93,8 +93,12 @@ impl Storage {
             .await?;
         let footer = footer.clone();
         let object_key = entry.object_key.clone();
+        let options = RebuildOptions {
+            restorer: self.config.value_restorer.clone(),
+            ..RebuildOptions::default()
+        };
         let rebuilt = crate::cpu::run(self.config.cpu_work_inline, move || {
-            crate::compacted::decode_group(&footer, group, bytes, &RebuildOptions::default())
+            crate::compacted::decode_group(&footer, group, bytes, &options)
         })
         .await
         .map_err(|e| StorageError::Corrupt(format!("compacted reader failed: {e}")))?

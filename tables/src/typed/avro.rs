@@ -26,7 +26,10 @@ pub fn shape(schema: &AvroSchema) -> Result<Vec<Field>, String> {
     }
 }
 
-fn resolve<'a>(schema: &'a Schema, named: &'a HashMap<Name, Schema>) -> Result<&'a Schema, String> {
+pub(super) fn resolve<'a>(
+    schema: &'a Schema,
+    named: &'a HashMap<Name, Schema>,
+) -> Result<&'a Schema, String> {
     match schema {
         Schema::Ref { name } => named
             .get(name)
@@ -137,7 +140,7 @@ fn kind_of(
 }
 
 /// A union branch's field name: a named type's name, or the type's own name.
-fn branch_name(schema: &Schema) -> String {
+pub(super) fn branch_name(schema: &Schema) -> String {
     match schema {
         Schema::Record(r) => r.name.name.clone(),
         Schema::Enum(e) => e.name.name.clone(),

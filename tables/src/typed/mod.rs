@@ -12,10 +12,13 @@
 //! reason in `value_error`) and never stops the table.
 
 pub mod avro;
+pub mod avro_encode;
 pub mod json;
 pub mod kind;
 pub mod protobuf;
+pub mod restore;
 pub mod shred;
+pub mod unshred;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +30,7 @@ use parquet::basic::{LogicalType, Repetition, Type as Physical};
 use parquet::data_type::{ByteArray, ByteArrayType};
 use parquet::file::writer::SerializedRowGroupWriter;
 use parquet::schema::types::Type;
+use schema_registry::schema::avro::AvroSchema;
 use schema_registry::schema::Parsed;
 use schema_registry::validation::wire_format;
 use schema_registry::{Registry, RegistryError};
@@ -232,6 +236,11 @@ pub struct Plan {
     topic: String,
     columns: Columns,
     decoders: HashMap<i32, Arc<Parsed>>,
+    /// Avro value schemas by id, as a file embeds them (text) and as the reader parses that
+    /// text: a value is elided only if this parse encodes it back to its exact bytes.
+    embedded: HashMap<i32, (String, AvroSchema)>,
+    /// The value's typed fields as a reader finds them in a file (`unshred::field_of`).
+    value_fields: Vec<Field>,
     undecodable: AtomicU64,
 }
 
@@ -263,6 +272,21 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// The schema id of a value whose typed columns hold it losslessly (`datum` was decoded
+    /// from it), if the file may embed that schema (`embedded`: the ids it embeds so far).
+    fn elidable(&self, bytes: &Bytes, datum: &Datum, embedded: &BTreeSet<i32>) -> Option<i32> {
+        let (id, payload) = wire_format(bytes)?;
+        if !embedded.contains(&id) && embedded.len() >= restore::EMBEDDED_SCHEMAS_MAX {
+            return None;
+        }
+        let (_, schema) = self.embedded.get(&id)?;
+        let mut out = Vec::with_capacity(payload.len());
+        avro_encode::encode(schema, datum, &self.value_fields, &mut out).ok()?;
+        (out == payload).then_some(id)
+    }
+}
+
 fn truncate(mut text: String) -> String {
     if text.len() > ERROR_BYTES_MAX {
         let mut end = ERROR_BYTES_MAX;
@@ -278,6 +302,8 @@ fn truncate(mut text: String) -> String {
 struct Writer {
     plan: Arc<Plan>,
     sides: Vec<SideWriter>,
+    /// Ids of the schemas of the values elided so far, which the footer embeds.
+    embedded: BTreeSet<i32>,
 }
 
 struct SideWriter {
@@ -293,16 +319,32 @@ impl ExtraColumns for Writer {
         self.plan.columns.parquet_fields().unwrap_or_default()
     }
 
-    fn push(&mut self, record: &RecordRow, control: bool) {
+    fn elides_values(&self) -> bool {
+        !self.plan.embedded.is_empty()
+    }
+
+    fn push(&mut self, record: &RecordRow, control: bool) -> Option<usize> {
+        let mut kept = None;
         for w in &mut self.sides {
             let bytes = match w.side {
                 Side::Value => record.value.as_ref(),
                 Side::Key => record.key.as_ref(),
             };
-            let (datum, error) = if control {
+            let (mut datum, error) = if control {
                 (Datum::Null, None)
             } else {
                 self.plan.row(w.side, bytes)
+            };
+            // An empty payload holds nothing to type; leaving it untyped keeps "a kept header
+            // with a typed value" meaning "elided" (see `restore`).
+            if bytes.is_some_and(|b| b.len() <= restore::WIRE_HEADER_BYTES) {
+                datum = Datum::Null;
+            }
+            let elidable = match (w.side, bytes) {
+                (Side::Value, Some(b)) if !matches!(datum, Datum::Null) => {
+                    self.plan.elidable(b, &datum, &self.embedded)
+                }
+                _ => None,
             };
             match error {
                 Some(e) => {
@@ -311,8 +353,24 @@ impl ExtraColumns for Writer {
                 }
                 None => w.error_def.push(0),
             }
-            w.typed.push(datum);
+            if w.typed.push(datum) {
+                if let Some(id) = elidable {
+                    self.embedded.insert(id);
+                    kept = Some(restore::WIRE_HEADER_BYTES);
+                }
+            }
         }
+        kept
+    }
+
+    fn metadata(&self) -> Vec<parquet::file::metadata::KeyValue> {
+        self.embedded
+            .iter()
+            .filter_map(|id| {
+                let (text, _) = self.plan.embedded.get(id)?;
+                Some(restore::schema_entry(*id, text))
+            })
+            .collect()
     }
 
     fn write(
@@ -424,10 +482,23 @@ impl Typing {
                 decoders.insert(*id, parsed);
             }
         }
+        // Values are elided only when a reader finds the same fields in the file.
+        let value_fields = kind::parquet_type(&columns.typed_field(Side::Value), false)
+            .map_err(|e| e.to_string())
+            .and_then(|t| unshred::field_of(&t));
+        let (value_fields, embedded) = match value_fields.map(|f| f.kind) {
+            Ok(Kind::Struct { fields }) if columns.side(Side::Value).present() => {
+                let embedded = embedded_schemas(&columns.value.merged, &decoders);
+                (fields, embedded)
+            }
+            _ => (Vec::new(), HashMap::new()),
+        };
         Ok(Some(Plan {
             topic: topic.to_owned(),
             columns,
             decoders,
+            embedded,
+            value_fields,
             undecodable: AtomicU64::new(0),
         }))
     }
@@ -495,7 +566,11 @@ impl Typing {
                 error_def: Vec::new(),
             })
             .collect();
-        Some(Box::new(Writer { plan, sides }))
+        Some(Box::new(Writer {
+            plan,
+            sides,
+            embedded: BTreeSet::new(),
+        }))
     }
 
     /// The typed columns every file of `stream` should have: `None` when its topic's table has
@@ -545,6 +620,23 @@ impl Typing {
             .filter(|(_, n)| *n > 0)
             .collect()
     }
+}
+
+/// The Avro value schemas of `ids` as files embed them, each parsed from its own text.
+fn embedded_schemas(
+    ids: &BTreeSet<i32>,
+    decoders: &HashMap<i32, Arc<Parsed>>,
+) -> HashMap<i32, (String, AvroSchema)> {
+    ids.iter()
+        .filter_map(|id| match decoders.get(id).map(AsRef::as_ref) {
+            Some(Parsed::Avro(schema)) => {
+                let text = schema.self_contained();
+                let parsed = restore::parse_embedded(&text).ok()?;
+                Some((*id, (text, parsed)))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Shapes a decoded scalar for its column: widens int to long and float to double, checks

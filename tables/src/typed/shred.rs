@@ -58,10 +58,11 @@ impl Shredder {
         Shredder { field, leaves }
     }
 
-    /// Appends one row.
-    pub fn push(&mut self, datum: Datum) {
+    /// Appends one row. Returns whether the columns hold `datum` exactly (a value of
+    /// another shape than its field is written as null).
+    pub fn push(&mut self, datum: Datum) -> bool {
         let mut at = 0;
-        put(
+        let exact = put(
             &self.field,
             datum,
             0,
@@ -72,6 +73,8 @@ impl Shredder {
             &mut at,
         );
         debug_assert_eq!(at, self.leaves.len(), "a row reaches every leaf once");
+        debug_assert!(exact, "a decoded value is shaped like its column");
+        exact
     }
 
     /// Writes the rows pushed since the last call as the next columns of `group`.
@@ -146,7 +149,8 @@ fn add_leaves(f: &Field, repeated: bool, leaves: &mut Vec<Leaf>) {
 
 /// Writes `d` for `f` into the leaves from `at` on. `parent_def` is the definition level of
 /// the nearest defined ancestor, `rep` the repetition level of this value, `depth` the number
-/// of repeated ancestors.
+/// of repeated ancestors. Returns whether the leaves hold `d` exactly (`unshred` reads back
+/// the same value).
 #[allow(clippy::too_many_arguments)]
 fn put(
     f: &Field,
@@ -157,42 +161,61 @@ fn put(
     required: bool,
     leaves: &mut [Leaf],
     at: &mut usize,
-) {
+) -> bool {
     let def = if required { parent_def } else { parent_def + 1 };
     match (&f.kind, d) {
         (Kind::Struct { fields }, Datum::Struct(values)) => {
+            let mut exact = values.len() == fields.len();
             let mut values = values.into_iter();
             for c in fields {
                 let v = values.next().unwrap_or(Datum::Null);
-                put(c, v, def, rep, depth, false, leaves, at);
+                exact &= put(c, v, def, rep, depth, false, leaves, at);
             }
+            exact
         }
         (Kind::List { element }, Datum::List(items)) if !items.is_empty() => {
             let start = *at;
+            let mut exact = true;
             for (i, item) in items.into_iter().enumerate() {
                 *at = start;
                 let r = if i == 0 { rep } else { depth + 1 };
-                put(element, item, def + 1, r, depth + 1, false, leaves, at);
+                exact &= put(element, item, def + 1, r, depth + 1, false, leaves, at);
             }
+            exact
         }
         (Kind::Map { key, value }, Datum::Map(entries)) if !entries.is_empty() => {
             let start = *at;
+            let mut exact = true;
             for (i, (k, v)) in entries.into_iter().enumerate() {
                 *at = start;
                 let r = if i == 0 { rep } else { depth + 1 };
-                put(key, k, def + 1, r, depth + 1, true, leaves, at);
-                put(value, v, def + 1, r, depth + 1, false, leaves, at);
+                // A map key is required: a null one cannot be written as such.
+                exact &= !matches!(k, Datum::Null);
+                exact &= put(key, k, def + 1, r, depth + 1, true, leaves, at);
+                exact &= put(value, v, def + 1, r, depth + 1, false, leaves, at);
             }
+            exact
         }
-        (Kind::List { element }, Datum::List(_)) => put_null(element, def, rep, leaves, at),
+        (Kind::List { element }, Datum::List(_)) => {
+            put_null(element, def, rep, leaves, at);
+            true
+        }
         (Kind::Map { key, value }, Datum::Map(_)) => {
             put_null(key, def, rep, leaves, at);
             put_null(value, def, rep, leaves, at);
+            true
         }
-        (_, Datum::Null) => put_null(f, parent_def, rep, leaves, at),
+        (_, Datum::Null) => {
+            put_null(f, parent_def, rep, leaves, at);
+            true
+        }
+        (Kind::Struct { .. } | Kind::List { .. } | Kind::Map { .. }, _) => {
+            put_null(f, parent_def, rep, leaves, at);
+            false
+        }
         (_, value) => {
             let Some(leaf) = leaves.get_mut(*at) else {
-                return;
+                return false;
             };
             let pushed = match (&mut leaf.values, value) {
                 (Values::Bool(v), Datum::Bool(x)) => {
@@ -230,9 +253,9 @@ fn put(
                 leaf.rep.push(rep);
                 *at += 1;
             } else {
-                debug_assert!(false, "{} got a value of another type", f.name);
                 put_null(f, parent_def, rep, leaves, at);
             }
+            pushed
         }
     }
 }

@@ -51,6 +51,13 @@ impl AvroSchema {
         serde_json::to_string(&self.schema).unwrap_or_default()
     }
 
+    /// The schema's JSON with the named types of its references written out at their first
+    /// use: a text that parses alone, without the registry (files embed it to stay readable
+    /// after a schema is deleted).
+    pub fn self_contained(&self) -> String {
+        serde_json::to_string(&self.inlined).unwrap_or_default()
+    }
+
     pub fn incompatibilities_reading(&self, writer: &AvroSchema) -> Vec<String> {
         // A reader's enum default stands in for writer symbols it lacks (Avro 1.9+, which
         // Confluent applies); `apache-avro` does not know it, so those symbols are left out
