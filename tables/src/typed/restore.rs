@@ -27,8 +27,8 @@ pub const WIRE_HEADER_BYTES: usize = 5;
 pub(super) const SCHEMA_KEY_PREFIX: &str = "kafka.value.avro.schema.";
 /// Writer schemas one file embeds at most; values of further schemas stay whole.
 pub(super) const EMBEDDED_SCHEMAS_MAX: usize = 32;
-/// Parsed schemas a restorer keeps (by text); past it the cache starts over.
-const PARSED_MAX: usize = 1_024;
+/// Bytes of schema text whose parses a restorer keeps; past it the cache starts over.
+const PARSED_TEXT_BYTES_MAX: usize = 16 << 20;
 
 /// Rebuilds elided values; one per process, shared by every read.
 #[derive(Debug, Default)]
@@ -47,7 +47,8 @@ impl Restorer {
             return Ok(schema.clone());
         }
         let schema = Arc::new(parse_embedded(text)?);
-        if parsed.len() >= PARSED_MAX {
+        let held: usize = parsed.keys().map(String::len).sum();
+        if held + text.len() > PARSED_TEXT_BYTES_MAX {
             parsed.clear();
         }
         parsed.insert(text.to_owned(), schema.clone());
@@ -106,6 +107,8 @@ impl ValueRestorer for Restorer {
                 .and_then(|k| k.value.as_deref())
                 .ok_or_else(|| bad(format!("no writer schema for schema id {id}")))
         };
+        // A row group's values share a few schemas: each is looked up once per call.
+        let mut schemas: HashMap<i32, Arc<AvroSchema>> = HashMap::new();
         let mut next = 0;
         for (def, datum) in value_def.iter().zip(&rows) {
             if *def == 0 {
@@ -123,7 +126,14 @@ impl ValueRestorer for Restorer {
                 [0, a, b, c, d] => i32::from_be_bytes([*a, *b, *c, *d]),
                 _ => return Err(bad("a kept header without the magic byte".into())),
             };
-            let schema = self.schema(embedded(id)?).map_err(bad)?;
+            let schema = match schemas.get(&id) {
+                Some(schema) => schema.clone(),
+                None => {
+                    let schema = self.schema(embedded(id)?).map_err(bad)?;
+                    schemas.insert(id, schema.clone());
+                    schema
+                }
+            };
             let mut whole = header.to_vec();
             avro_encode::encode(&schema, datum, fields, &mut whole)
                 .map_err(|e| bad(format!("schema id {id}: {e}")))?;
