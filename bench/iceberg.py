@@ -10,7 +10,8 @@ tables on its table commit is timed by the commit's own log (`took_ms`).
 Bytes written = compacted files + table files (metadata, manifests, deletes), per GiB of
 record bytes produced. With tables on, DuckDB (iceberg extension, ATTACH to the broker's REST
 catalog) scans the table, then the same rows exported once to one plain Parquet file (medians
-of 5). Last, freshness: a broker with in-process compaction at its defaults takes a steady
+of 5); in every mode a confluent-kafka consumer reads every record back from the compacted
+files (timed: typed files rebuild their elided values). Last, freshness: a broker with in-process compaction at its defaults takes a steady
 BENCH_ICEBERG_RATE_MB (default 2) MB/s for BENCH_ICEBERG_FRESHNESS_S (default 150) s; every
 5 s DuckDB reads the newest record timestamp in the table; lag = now - that timestamp
 (BENCH_ICEBERG_FRESHNESS_S=0 skips it).
@@ -32,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 os.environ.setdefault("BROKER_BIN", str(ROOT / "target" / "release" / "broker"))
 os.environ.setdefault("RUST_LOG", "warn")
 
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroSerializer  # noqa: E402
@@ -139,6 +140,24 @@ def scans(broker, work):
     return table_s, plain_s, table_result[0][0]
 
 
+def catch_up(broker, count: int) -> float:
+    """Seconds a consumer takes to read every record back from the compacted files."""
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20})
+    c.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    started, seen, short = time.monotonic(), 0, 0
+    deadline = started + 600
+    while seen < count and time.monotonic() < deadline:
+        for m in c.consume(1000, 1.0):
+            if m.error() is None:
+                seen += 1
+                short += len(m.value()) <= 5
+    elapsed = time.monotonic() - started
+    c.close()
+    assert seen == count and short == 0, f"read back {seen} of {count} records, {short} header-only"
+    return elapsed
+
+
 def one_run(work: Path, mode: str, count: int):
     tables_on = mode != "off"
     data = work / mode
@@ -159,6 +178,12 @@ def one_run(work: Path, mode: str, count: int):
     result = {"wall": wall, "cpu": cpu, "commits": commits,
               "compacted": tree_bytes(data / "objects" / "compacted"),
               "tables": tree_bytes(data / "objects" / "tables")}
+    b.start()
+    try:
+        result["read_s"] = catch_up(b, count)
+        log(f"read back in {result['read_s']:.2f} s")
+    finally:
+        b.stop()
     if tables_on:
         b.start()
         try:
@@ -258,6 +283,8 @@ def main():
          f"(table files: {med('on', 'tables') / 1e3:.1f} kB)"),
         ("bytes written per GiB produced, tables on + typed Avro (the typed columns are in the same files)",
          f"{typed_written / gib / (1 << 30):.3f} GiB, {typed_written / med('off', 'compacted'):.4f}x of off"),
+        ("Kafka catch-up read of the compacted files (confluent-kafka, median), tables off / on / on + typed Avro",
+         " / ".join(f"{produced / med(m, 'read_s') / (1 << 20):.0f} MiB/s" for m in modes)),
         ("DuckDB scan: table via REST catalog / same rows as one plain Parquet file (median of 5)",
          f"{med('on', 'table_s') * 1e3:.0f} ms / {med('on', 'plain_s') * 1e3:.0f} ms"),
         ("DuckDB typed query (count, max(value_typed.id) where value_typed.level = 'info'), median of 5",

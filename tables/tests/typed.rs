@@ -87,30 +87,7 @@ impl Fixture {
 
     /// Writes one file of (key, value) records and reads its typed columns back as JSON.
     fn rows_keyed(&self, records: Vec<(Payload, Payload)>) -> Vec<Value> {
-        let records: Vec<RecordRow> = records
-            .into_iter()
-            .enumerate()
-            .map(|(i, (k, v))| RecordRow {
-                attributes: 0,
-                timestamp_delta: 0,
-                offset_delta: i32::try_from(i).unwrap(),
-                key: k.map(Bytes::from),
-                value: v.map(Bytes::from),
-                headers: vec![],
-            })
-            .collect();
-        let header = BatchHeader {
-            base_offset: 0,
-            partition_leader_epoch: -1,
-            attributes: 0,
-            last_offset_delta: i32::try_from(records.len()).unwrap() - 1,
-            base_timestamp: 1,
-            max_timestamp: 1,
-            producer_id: -1,
-            producer_epoch: -1,
-            base_sequence: -1,
-        };
-        let batch = encode_batch(&header, &records, 0).unwrap();
+        let batch = one_batch(&records);
         let file = self.write(batch);
         // The Kafka reader reads every record back as written, elided values rebuilt.
         let restoring = RebuildOptions {
@@ -126,8 +103,10 @@ impl Fixture {
             .flat_map(|b| decode_batch(b).unwrap().records)
             .map(|r| (r.key, r.value))
             .collect();
-        let written: Vec<(Option<Bytes>, Option<Bytes>)> =
-            records.into_iter().map(|r| (r.key, r.value)).collect();
+        let written: Vec<(Option<Bytes>, Option<Bytes>)> = records
+            .into_iter()
+            .map(|(k, v)| (k.map(Bytes::from), v.map(Bytes::from)))
+            .collect();
         assert_eq!(read, written, "Kafka reads what was produced");
         let len = file.len() as u64;
         let ParsedTail::Footer(footer) = Footer::parse(&file, len).unwrap() else {
@@ -584,15 +563,16 @@ fn stored_values(file: Bytes) -> Vec<Option<Vec<u8>>> {
         .collect()
 }
 
-fn one_batch(values: &[Option<Vec<u8>>]) -> Bytes {
-    let records: Vec<RecordRow> = values
+/// One batch of (key, value) records at offsets from 0.
+fn one_batch(records: &[(Payload, Payload)]) -> Bytes {
+    let records: Vec<RecordRow> = records
         .iter()
         .enumerate()
-        .map(|(i, v)| RecordRow {
+        .map(|(i, (k, v))| RecordRow {
             attributes: 0,
             timestamp_delta: 0,
             offset_delta: i32::try_from(i).unwrap(),
-            key: None,
+            key: k.clone().map(Bytes::from),
             value: v.clone().map(Bytes::from),
             headers: vec![],
         })
@@ -609,6 +589,10 @@ fn one_batch(values: &[Option<Vec<u8>>]) -> Bytes {
         base_sequence: -1,
     };
     encode_batch(&header, &records, 0).unwrap()
+}
+
+fn unkeyed(values: &[Payload]) -> Vec<(Payload, Payload)> {
+    values.iter().map(|v| (None, v.clone())).collect()
 }
 
 #[tokio::test]
@@ -638,7 +622,7 @@ async fn an_avro_value_its_typed_columns_hold_is_stored_once_and_one_they_cannot
         Value::Null,
         "an empty payload is not typed"
     );
-    let file = f.write(one_batch(&values));
+    let file = f.write(one_batch(&unkeyed(&values)));
     let ParsedTail::Footer(footer) = Footer::parse(&file, file.len() as u64).unwrap() else {
         panic!("the whole file holds its footer");
     };
@@ -769,7 +753,7 @@ async fn values_of_every_avro_shape_are_rebuilt_byte_for_byte_from_their_typed_c
     // `rows` also reads the file as Kafka does and compares every record with its value.
     let rows = f.rows(values.clone());
     assert!(rows.iter().all(|r| r["value_error"] == Value::Null));
-    let stored = stored_values(f.write(one_batch(&values)));
+    let stored = stored_values(f.write(one_batch(&unkeyed(&values))));
     let elided = stored
         .iter()
         .filter(|v| v.as_ref().map(Vec::len) == Some(5));

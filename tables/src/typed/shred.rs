@@ -27,7 +27,8 @@ pub enum Datum {
     Map(Vec<(Datum, Datum)>),
 }
 
-enum Values {
+/// The values of one leaf column.
+pub(super) enum Values {
     Bool(Vec<bool>),
     Int(Vec<i32>),
     Long(Vec<i64>),
@@ -35,6 +36,36 @@ enum Values {
     Double(Vec<f64>),
     Bytes(Vec<ByteArray>),
     Fixed(Vec<FixedLenByteArray>),
+}
+
+impl Values {
+    /// No values yet, for a leaf of `kind`; `None` for a nested kind.
+    pub(super) fn of(kind: &Kind) -> Option<Values> {
+        Some(match kind {
+            Kind::Boolean => Values::Bool(Vec::new()),
+            Kind::Int | Kind::Date => Values::Int(Vec::new()),
+            Kind::Long | Kind::Time | Kind::Timestamp | Kind::Timestamptz => {
+                Values::Long(Vec::new())
+            }
+            Kind::Float => Values::Float(Vec::new()),
+            Kind::Double => Values::Double(Vec::new()),
+            Kind::String | Kind::Binary => Values::Bytes(Vec::new()),
+            Kind::Decimal { .. } => Values::Fixed(Vec::new()),
+            Kind::Struct { .. } | Kind::List { .. } | Kind::Map { .. } => return None,
+        })
+    }
+
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Values::Bool(v) => v.len(),
+            Values::Int(v) => v.len(),
+            Values::Long(v) => v.len(),
+            Values::Float(v) => v.len(),
+            Values::Double(v) => v.len(),
+            Values::Bytes(v) => v.len(),
+            Values::Fixed(v) => v.len(),
+        }
+    }
 }
 
 struct Leaf {
@@ -118,13 +149,6 @@ fn column<T: DataType>(
 
 fn add_leaves(f: &Field, repeated: bool, leaves: &mut Vec<Leaf>) {
     let values = match &f.kind {
-        Kind::Boolean => Values::Bool(Vec::new()),
-        Kind::Int | Kind::Date => Values::Int(Vec::new()),
-        Kind::Long | Kind::Time | Kind::Timestamp | Kind::Timestamptz => Values::Long(Vec::new()),
-        Kind::Float => Values::Float(Vec::new()),
-        Kind::Double => Values::Double(Vec::new()),
-        Kind::String | Kind::Binary => Values::Bytes(Vec::new()),
-        Kind::Decimal { .. } => Values::Fixed(Vec::new()),
         Kind::Struct { fields } => {
             fields.iter().for_each(|c| add_leaves(c, repeated, leaves));
             return;
@@ -138,6 +162,7 @@ fn add_leaves(f: &Field, repeated: bool, leaves: &mut Vec<Leaf>) {
             add_leaves(value, true, leaves);
             return;
         }
+        scalar => Values::of(scalar).unwrap_or(Values::Bytes(Vec::new())),
     };
     leaves.push(Leaf {
         values,

@@ -4,14 +4,14 @@
 use parquet::basic::{LogicalType, Type as Physical};
 use parquet::column::reader::{get_typed_column_reader, ColumnReader};
 use parquet::data_type::{
-    BoolType, ByteArray, ByteArrayType, DataType, DoubleType, FixedLenByteArray,
-    FixedLenByteArrayType, FloatType, Int32Type, Int64Type,
+    BoolType, ByteArrayType, DataType, DoubleType, FixedLenByteArrayType, FloatType, Int32Type,
+    Int64Type,
 };
 use parquet::file::reader::RowGroupReader;
 use parquet::schema::types::Type;
 
 use super::kind::{Field, Kind};
-use super::shred::Datum;
+use super::shred::{Datum, Values};
 
 /// The field a Parquet type written by [`super::kind::parquet_type`] describes.
 pub fn field_of(t: &Type) -> Result<Field, String> {
@@ -93,16 +93,6 @@ pub fn leaf_count(f: &Field) -> usize {
     }
 }
 
-enum Values {
-    Bool(Vec<bool>),
-    Int(Vec<i32>),
-    Long(Vec<i64>),
-    Float(Vec<f32>),
-    Double(Vec<f64>),
-    Bytes(Vec<ByteArray>),
-    Fixed(Vec<FixedLenByteArray>),
-}
-
 /// One leaf column and how far assembly has read it.
 struct Leaf {
     values: Values,
@@ -158,23 +148,11 @@ pub fn read_rows(
     }
     if leaves
         .iter()
-        .any(|l| l.level != l.def.len() || l.value != values_len(&l.values))
+        .any(|l| l.level != l.def.len() || l.value != l.values.len())
     {
         return Err("a typed column holds more than its rows".into());
     }
     Ok(out)
-}
-
-fn values_len(v: &Values) -> usize {
-    match v {
-        Values::Bool(v) => v.len(),
-        Values::Int(v) => v.len(),
-        Values::Long(v) => v.len(),
-        Values::Float(v) => v.len(),
-        Values::Double(v) => v.len(),
-        Values::Bytes(v) => v.len(),
-        Values::Fixed(v) => v.len(),
-    }
 }
 
 fn read_leaves(
@@ -200,13 +178,7 @@ fn read_leaves(
             read_leaves(group, key, rows, state)?;
             return read_leaves(group, value, rows, state);
         }
-        Kind::Boolean => Values::Bool(Vec::new()),
-        Kind::Int | Kind::Date => Values::Int(Vec::new()),
-        Kind::Long | Kind::Time | Kind::Timestamp | Kind::Timestamptz => Values::Long(Vec::new()),
-        Kind::Float => Values::Float(Vec::new()),
-        Kind::Double => Values::Double(Vec::new()),
-        Kind::String | Kind::Binary => Values::Bytes(Vec::new()),
-        Kind::Decimal { .. } => Values::Fixed(Vec::new()),
+        scalar => Values::of(scalar).unwrap_or(Values::Bytes(Vec::new())),
     };
     let mut leaf = Leaf {
         values,
