@@ -110,6 +110,7 @@ impl ValueRestorer for Restorer {
         // A row group's values share a few schemas: each is looked up once per call.
         let mut schemas: HashMap<i32, Arc<AvroSchema>> = HashMap::new();
         let mut next = 0;
+        let mut scratch = Vec::new();
         for (def, datum) in value_def.iter().zip(&rows) {
             if *def == 0 {
                 continue;
@@ -134,10 +135,12 @@ impl ValueRestorer for Restorer {
                     schema
                 }
             };
-            let mut whole = header.to_vec();
-            avro_encode::encode(&schema, datum, fields, &mut whole)
+            // Encoded into a buffer reused across rows, then copied once at its exact size.
+            scratch.clear();
+            scratch.extend_from_slice(header);
+            avro_encode::encode(&schema, datum, fields, &mut scratch)
                 .map_err(|e| bad(format!("schema id {id}: {e}")))?;
-            *value = ByteArray::from(whole);
+            *value = ByteArray::from(scratch.as_slice().to_vec());
         }
         Ok(())
     }
