@@ -56,6 +56,11 @@ impl<K: Hash + Eq + Clone, V: Clone + Weigh> BoundedCache<K, V> {
         found
     }
 
+    /// Whether `key` is cached, without counting a lookup.
+    pub fn contains(&self, key: &K) -> bool {
+        self.lock().map.contains_key(key)
+    }
+
     /// Inserts `value`; values larger than the whole cache are not kept.
     pub fn insert(&self, key: K, value: V) {
         let weight = value.weight_bytes();

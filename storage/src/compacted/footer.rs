@@ -140,6 +140,11 @@ impl Footer {
         values_elided(&self.metadata)
     }
 
+    /// The uncompressed bytes of row group `group`'s columns (about its rebuilt batches).
+    pub fn group_uncompressed_bytes(&self, group: usize) -> usize {
+        usize::try_from(self.metadata.row_group(group).total_byte_size()).unwrap_or(0)
+    }
+
     pub fn file_metadata(&self) -> &parquet::file::metadata::FileMetaData {
         self.metadata.file_metadata()
     }

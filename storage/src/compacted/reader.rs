@@ -46,6 +46,18 @@ pub struct RebuiltBatches {
     pub bytes: Bytes,
 }
 
+impl RebuiltBatches {
+    /// The offset after the last batch.
+    pub fn end_offset(&self) -> u64 {
+        self.base_offset
+            + self
+                .batches
+                .iter()
+                .map(|b| u64::from(b.records))
+                .sum::<u64>()
+    }
+}
+
 /// Every batch of one row group, rebuilt, back to back.
 #[derive(Debug)]
 pub struct RebuiltGroup {
@@ -64,6 +76,11 @@ impl RebuiltGroup {
     pub fn end_offset(&self) -> Option<u64> {
         let (base, batch) = self.base_offsets.last().zip(self.batches.last())?;
         Some(base + u64::from(batch.records))
+    }
+
+    /// The first offset of the group's first batch.
+    pub fn base_offset(&self) -> Option<u64> {
+        self.base_offsets.first().copied()
     }
 
     /// Batches from the one holding `offset` (or the first after it, across a gap left by key
@@ -267,12 +284,7 @@ pub fn read_batches(
         base_offset.get_or_insert(read.base_offset);
         out.extend_from_slice(&read.bytes);
         batches.extend_from_slice(&read.batches);
-        let end = read.base_offset
-            + read
-                .batches
-                .iter()
-                .map(|b| u64::from(b.records))
-                .sum::<u64>();
+        let end = read.end_offset();
         if out.len() >= max_bytes || rebuilt.end_offset() != Some(end) {
             break;
         }

@@ -68,6 +68,8 @@ pub static ENGINE: &[&dyn AnySetting] = &[
     &READ_CACHE_BYTES,
     &COMPACTED_CACHE_BYTES,
     &COMPACTED_FOOTER_CACHE_BYTES,
+    &COMPACTED_READ_AHEAD_GROUPS,
+    &COMPACTED_READ_AHEAD_BYTES,
     &INDEX_CACHE_ENTRIES_PER_STREAM,
     &STREAM_STATES_MAX,
 ];
@@ -232,6 +234,20 @@ pub static COMPACTED_FOOTER_CACHE_BYTES: Setting<usize> = Setting::new(
     16 << 20,
     Unit::Bytes,
     "Bytes of parsed compacted-file footers kept in memory",
+);
+
+pub static COMPACTED_READ_AHEAD_GROUPS: Setting<usize> = Setting::new(
+    "compacted_read_ahead_groups",
+    2,
+    Unit::None,
+    "Row groups of a compacted file fetched and decoded ahead of a reader that reached the end of one (0: no read-ahead)",
+);
+
+pub static COMPACTED_READ_AHEAD_BYTES: Setting<usize> = Setting::new(
+    "compacted_read_ahead_bytes",
+    64 << 20,
+    Unit::Bytes,
+    "Bytes of row groups being fetched and decoded ahead of readers at once, all streams together; past it no read-ahead starts",
 );
 
 pub static INDEX_CACHE_ENTRIES_PER_STREAM: Setting<usize> = Setting::new(

@@ -1,14 +1,15 @@
 //! Reads of PARQUET entries: the file's footer (cached) names its row groups; the one holding
 //! the offset is fetched with a ranged GET, decoded once off the async threads, and its
-//! rebuilt Kafka batches are cached.
+//! rebuilt Kafka batches are cached ([`super::row_groups`], which also reads ahead).
 
 use std::sync::Arc;
 
 use object_store::path::Path;
 use object_store::ObjectStoreExt;
 
+use super::row_groups::FileAt;
 use super::{ReadChunk, Storage};
-use crate::compacted::{Footer, ParsedTail, RebuildOptions, RebuiltGroup, FOOTER_PREFETCH_BYTES};
+use crate::compacted::{Footer, ParsedTail, FOOTER_PREFETCH_BYTES};
 use crate::error::StorageError;
 use crate::index::LocatedEntry;
 
@@ -24,10 +25,20 @@ impl Storage {
         max_bytes: usize,
     ) -> Result<Option<ReadChunk>, StorageError> {
         let footer = self.compacted_footer(located).await?;
+        let file = FileAt {
+            object_key: located.entry.object_key.clone(),
+            byte_offset: located.entry.byte_offset,
+        };
         let mut group = footer.first_group_from(offset);
         while let Some(g) = group.filter(|g| *g < footer.groups.len()) {
-            let rebuilt = self.rebuilt_group(located, &footer, g).await?;
+            let rebuilt = self.row_groups.get(&file, &footer, g).await?;
             if let Some(read) = rebuilt.read_from(offset, max_bytes) {
+                // A reader that goes on inside a row group, or reaches its end, reads on.
+                let continues = rebuilt.base_offset().is_some_and(|first| offset > first);
+                let reaches_end = rebuilt.end_offset() == Some(read.end_offset());
+                if continues || reaches_end {
+                    self.row_groups.read_ahead(&file, &footer, g);
+                }
                 return Ok(Some(ReadChunk {
                     base_offset: read.base_offset,
                     batches: read.batches,
@@ -70,44 +81,5 @@ impl Storage {
         self.footer_cache
             .insert(entry.object_key.clone(), footer.clone());
         Ok(footer)
-    }
-
-    /// Row group `group` of a compacted file, rebuilt into Kafka batches, from the cache or
-    /// from a ranged GET of its column chunks.
-    async fn rebuilt_group(
-        &self,
-        located: &LocatedEntry,
-        footer: &Arc<Footer>,
-        group: usize,
-    ) -> Result<Arc<RebuiltGroup>, StorageError> {
-        let entry = &located.entry;
-        let key = (entry.object_key.clone(), group);
-        if let Some(rebuilt) = self.rebuilt_cache.get(&key) {
-            return Ok(rebuilt);
-        }
-        let span = footer.groups[group];
-        let range = entry.byte_offset + span.byte_start..entry.byte_offset + span.byte_end;
-        let bytes = self
-            .objects
-            .get_range(&Path::from(entry.object_key.as_str()), range)
-            .await?;
-        let footer = footer.clone();
-        let object_key = entry.object_key.clone();
-        let options = RebuildOptions {
-            restorer: self.config.value_restorer.clone(),
-            ..RebuildOptions::default()
-        };
-        let rebuilt = crate::cpu::run(self.config.cpu_work_inline, move || {
-            crate::compacted::decode_group(&footer, group, bytes, &options)
-        })
-        .await
-        .map_err(|e| StorageError::Corrupt(format!("compacted reader failed: {e}")))?
-        .map_err(|e| {
-            tracing::error!(object_key = %object_key, group, error = %e, "compacted row group failed to read");
-            StorageError::Corrupt(format!("{object_key}: {e}"))
-        })?;
-        let rebuilt = Arc::new(rebuilt);
-        self.rebuilt_cache.insert(key, rebuilt.clone());
-        Ok(rebuilt)
     }
 }

@@ -11,6 +11,7 @@
 mod bounds;
 mod compacted;
 mod read;
+mod row_groups;
 mod size;
 mod state;
 mod streams;
@@ -26,7 +27,7 @@ use object_store::ObjectStore;
 
 pub use types::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, StreamBounds};
 
-use crate::cache::{FillLocks, FooterCache, ReadCache, RebuiltCache};
+use crate::cache::{FillLocks, FooterCache, ReadCache};
 use crate::clock::{self, Clock};
 use crate::config::StorageConfig;
 use crate::error::StorageError;
@@ -52,7 +53,7 @@ pub struct Storage {
     /// Readers missing the same slice at once wait for one GET to fill the read cache.
     read_fills: FillLocks<(String, u64, u32)>,
     footer_cache: FooterCache,
-    rebuilt_cache: RebuiltCache,
+    row_groups: row_groups::RowGroups,
     streams: Arc<Streams>,
 }
 
@@ -99,7 +100,7 @@ impl Storage {
             read_cache: ReadCache::new("read", config.read_cache_bytes),
             read_fills: FillLocks::default(),
             footer_cache: FooterCache::new("footer", config.compacted_footer_cache_bytes),
-            rebuilt_cache: RebuiltCache::new("rebuilt", config.compacted_cache_bytes),
+            row_groups: row_groups::RowGroups::new(&config, objects.clone()),
             config,
             clock,
             objects,
