@@ -11,7 +11,7 @@ Bytes written = compacted files + table files (metadata, manifests, deletes), pe
 record bytes produced. With tables on, DuckDB (iceberg extension, ATTACH to the broker's REST
 catalog) scans the table, then the same rows exported once to one plain Parquet file (medians
 of 5); in every mode a confluent-kafka consumer reads every record back from the compacted
-files (timed: typed files rebuild their elided values). Last, freshness: a broker with in-process compaction at its defaults takes a steady
+files (timed, with the broker's CPU meanwhile: typed files rebuild their elided values). Last, freshness: a broker with in-process compaction at its defaults takes a steady
 BENCH_ICEBERG_RATE_MB (default 2) MB/s for BENCH_ICEBERG_FRESHNESS_S (default 150) s; every
 5 s DuckDB reads the newest record timestamp in the table; lag = now - that timestamp
 (BENCH_ICEBERG_FRESHNESS_S=0 skips it).
@@ -140,11 +140,18 @@ def scans(broker, work):
     return table_s, plain_s, table_result[0][0]
 
 
-def catch_up(broker, count: int) -> float:
-    """Seconds a consumer takes to read every record back from the compacted files."""
+def process_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def catch_up(broker, count: int):
+    """Seconds a consumer takes to read every record back from the compacted files, and the
+    broker's CPU seconds meanwhile."""
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "bench", "enable.auto.commit": False,
                   "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20})
     c.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    cpu_before = process_cpu_s(broker.proc.pid)
     started, seen, short = time.monotonic(), 0, 0
     deadline = started + 600
     while seen < count and time.monotonic() < deadline:
@@ -153,9 +160,10 @@ def catch_up(broker, count: int) -> float:
                 seen += 1
                 short += len(m.value()) <= 5
     elapsed = time.monotonic() - started
+    cpu = process_cpu_s(broker.proc.pid) - cpu_before
     c.close()
     assert seen == count and short == 0, f"read back {seen} of {count} records, {short} header-only"
-    return elapsed
+    return elapsed, cpu
 
 
 def one_run(work: Path, mode: str, count: int):
@@ -180,8 +188,8 @@ def one_run(work: Path, mode: str, count: int):
               "tables": tree_bytes(data / "objects" / "tables")}
     b.start()
     try:
-        result["read_s"] = catch_up(b, count)
-        log(f"read back in {result['read_s']:.2f} s")
+        result["read_s"], result["read_cpu"] = catch_up(b, count)
+        log(f"read back in {result['read_s']:.2f} s, broker CPU {result['read_cpu']:.2f} s")
     finally:
         b.stop()
     if tables_on:
@@ -285,6 +293,8 @@ def main():
          f"{typed_written / gib / (1 << 30):.3f} GiB, {typed_written / med('off', 'compacted'):.4f}x of off"),
         ("Kafka catch-up read of the compacted files (confluent-kafka, median), tables off / on / on + typed Avro",
          " / ".join(f"{produced / med(m, 'read_s') / (1 << 20):.0f} MiB/s" for m in modes)),
+        ("broker CPU during that read, tables off / on / on + typed Avro (median)",
+         " / ".join(f"{med(m, 'read_cpu'):.2f} s" for m in modes)),
         ("DuckDB scan: table via REST catalog / same rows as one plain Parquet file (median of 5)",
          f"{med('on', 'table_s') * 1e3:.0f} ms / {med('on', 'plain_s') * 1e3:.0f} ms"),
         ("DuckDB typed query (count, max(value_typed.id) where value_typed.level = 'info'), median of 5",
