@@ -238,7 +238,7 @@ pub static COMPACTED_FOOTER_CACHE_BYTES: Setting<usize> = Setting::new(
 
 pub static COMPACTED_READ_AHEAD_GROUPS: Setting<usize> = Setting::new(
     "compacted_read_ahead_groups",
-    2,
+    4,
     Unit::None,
     "Row groups of a compacted file fetched and decoded ahead of a reader that reached the end of one (0: no read-ahead)",
 );

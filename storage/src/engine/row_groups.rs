@@ -8,8 +8,9 @@
 //! `compacted_read_ahead_bytes` being fetched and decoded at once over all streams (past it no
 //! read-ahead starts), and what it decodes lands in the byte-bounded rebuilt cache.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
@@ -42,6 +43,8 @@ struct Shared {
     ahead_groups: usize,
     inline: bool,
     options: RebuildOptions,
+    /// Row groups being read ahead (each holds budget, so the set is bounded by it).
+    in_flight: Mutex<HashSet<(String, usize)>>,
     /// Row groups decoded by read-ahead (tests and metrics).
     read_ahead_groups: AtomicU64,
 }
@@ -67,6 +70,7 @@ impl RowGroups {
                     restorer: config.value_restorer.clone(),
                     ..RebuildOptions::default()
                 },
+                in_flight: Mutex::default(),
                 read_ahead_groups: AtomicU64::new(0),
             }),
         }
@@ -82,34 +86,41 @@ impl RowGroups {
         self.shared.load(file, footer, group).await
     }
 
-    /// Starts fetching and decoding the row groups after `group` that are not cached, unless
-    /// the read-ahead budget is spent.
+    /// Starts fetching and decoding, each in parallel, the row groups after `group` that are
+    /// neither cached nor on their way, while the read-ahead budget lasts.
     pub fn read_ahead(&self, file: &FileAt, footer: &Arc<Footer>, group: usize) {
         let shared = &self.shared;
-        let next: Vec<usize> = (group + 1..footer.groups.len())
-            .take(shared.ahead_groups)
-            .filter(|g| !shared.cache.contains(&(file.object_key.clone(), *g)))
-            .collect();
-        if next.is_empty() {
-            return;
-        }
-        let weight: usize = next.iter().map(|g| weight_bytes(footer, *g)).sum();
-        let permits = u32::try_from(weight.div_ceil(PERMIT_BYTES)).unwrap_or(u32::MAX);
-        let Ok(permit) = shared.ahead.clone().try_acquire_many_owned(permits) else {
-            tracing::debug!(object_key = %file.object_key, group, "read-ahead budget spent");
-            return;
-        };
-        let (shared, file, footer) = (shared.clone(), file.clone(), footer.clone());
-        tokio::spawn(async move {
-            for g in next {
-                if let Err(e) = shared.load(&file, &footer, g).await {
-                    tracing::debug!(object_key = %file.object_key, group = g, error = %e, "read-ahead stopped");
-                    break;
-                }
-                shared.read_ahead_groups.fetch_add(1, Ordering::Relaxed);
+        for g in (group + 1..footer.groups.len()).take(shared.ahead_groups) {
+            let key = (file.object_key.clone(), g);
+            if shared.cache.contains(&key) {
+                continue;
             }
-            drop(permit);
-        });
+            let permits = u32::try_from(weight_bytes(footer, g).div_ceil(PERMIT_BYTES));
+            let Ok(permit) = shared
+                .ahead
+                .clone()
+                .try_acquire_many_owned(permits.unwrap_or(u32::MAX))
+            else {
+                tracing::debug!(object_key = %file.object_key, group = g, "read-ahead budget spent");
+                return;
+            };
+            if !shared.lock_in_flight().insert(key.clone()) {
+                continue; // already on its way
+            }
+            let (shared, file, footer) = (shared.clone(), file.clone(), footer.clone());
+            tokio::spawn(async move {
+                match shared.load(&file, &footer, g).await {
+                    Ok(_) => {
+                        shared.read_ahead_groups.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        tracing::debug!(object_key = %file.object_key, group = g, error = %e, "read-ahead failed");
+                    }
+                }
+                shared.lock_in_flight().remove(&key);
+                drop(permit);
+            });
+        }
     }
 
     /// Row groups decoded by read-ahead so far.
@@ -134,6 +145,12 @@ fn weight_bytes(footer: &Footer, group: usize) -> usize {
 }
 
 impl Shared {
+    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<(String, usize)>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     async fn load(
         &self,
         file: &FileAt,
