@@ -129,7 +129,8 @@ pub fn encode_response(
         version,
         reason,
     };
-    let mut buf = BytesMut::with_capacity(64);
+    let mut buf =
+        BytesMut::with_capacity(RESPONSE_HEADER_BYTES_MAX + body_size_hint(body, version));
     buf.put_i32(0);
     let header_version = api_key.response_header_version(version);
     ResponseHeader::default()
@@ -139,6 +140,18 @@ pub fn encode_response(
     body.encode(&mut buf, version)
         .map_err(|e| encode_error(format!("{e:#}")))?;
     finish_frame(buf)
+}
+
+/// Room for the frame length and the response header (correlation id, tagged fields).
+const RESPONSE_HEADER_BYTES_MAX: usize = 16;
+
+/// The body's encoded size when it is large enough to matter (a Fetch response carries records:
+/// growing the buffer by doubling copied a multi-MiB response several times); 64 otherwise.
+fn body_size_hint(body: &ResponseKind, version: i16) -> usize {
+    match body {
+        ResponseKind::Fetch(fetch) => fetch.compute_size(version).unwrap_or(64),
+        _ => 64,
+    }
 }
 
 /// The answer to an ApiVersions request at a version we do not serve: UNSUPPORTED_VERSION and
