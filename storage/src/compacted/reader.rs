@@ -49,12 +49,7 @@ pub struct RebuiltBatches {
 impl RebuiltBatches {
     /// The offset after the last batch.
     pub fn end_offset(&self) -> u64 {
-        self.base_offset
-            + self
-                .batches
-                .iter()
-                .map(|b| u64::from(b.records))
-                .sum::<u64>()
+        self.base_offset + BatchMeta::records_in(&self.batches)
     }
 }
 
@@ -179,8 +174,8 @@ pub fn decode_group(
         )?;
     }
     // Rebuilt batches are about the row group's uncompressed size: one allocation, no regrowth.
-    let reserve = usize::try_from(footer.metadata.row_group(group).total_byte_size())
-        .unwrap_or(0)
+    let reserve = footer
+        .group_uncompressed_bytes(group)
         .min(REBUILT_RESERVE_BYTES_MAX);
     let mut out = BytesMut::with_capacity(reserve);
     let mut rebuilt = RebuiltGroup {

@@ -3,7 +3,7 @@
 
 use super::{ReadChunk, Storage, INDEX_PAGE_ENTRIES};
 use crate::error::StorageError;
-use crate::index::LocatedEntry;
+use crate::index::{BatchMeta, LocatedEntry};
 
 impl Storage {
     /// The first batch ending after `from_offset` whose max timestamp is `>= timestamp_ms`, for
@@ -87,11 +87,8 @@ impl Storage {
         let Some((located, pos)) = found else {
             return Ok(None);
         };
-        let first_offset = located.base_offset
-            + located.entry.batches[..pos]
-                .iter()
-                .map(|b| u64::from(b.records))
-                .sum::<u64>();
+        let first_offset =
+            located.base_offset + BatchMeta::records_in(&located.entry.batches[..pos]);
         // Every batch an entry lists holds records (key compaction lists only batches it kept).
         let chunk = self
             .read_entry(&located, first_offset, 1)

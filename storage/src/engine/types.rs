@@ -35,12 +35,7 @@ pub struct ReadChunk {
 impl ReadChunk {
     /// One past the last offset of its batches.
     pub fn end_offset(&self) -> u64 {
-        self.base_offset
-            + self
-                .batches
-                .iter()
-                .map(|b| u64::from(b.records))
-                .sum::<u64>()
+        self.base_offset + BatchMeta::records_in(&self.batches)
     }
 }
 

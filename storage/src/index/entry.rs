@@ -37,6 +37,13 @@ pub struct BatchMeta {
     pub producer: Option<ProducerMeta>,
 }
 
+impl BatchMeta {
+    /// The offsets `batches` occupy together.
+    pub fn records_in(batches: &[BatchMeta]) -> u64 {
+        batches.iter().map(|b| u64::from(b.records)).sum()
+    }
+}
+
 /// Identity and position of a batch in its writer's own sequence; opaque to the engine, kept
 /// with the index so that a writer's state can be rebuilt from the log alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +70,7 @@ pub struct IndexEntry {
 
 impl IndexEntry {
     pub fn record_count(&self) -> u64 {
-        self.batches.iter().map(|b| u64::from(b.records)).sum()
+        BatchMeta::records_in(&self.batches)
     }
 
     pub fn encode(&self) -> Bytes {

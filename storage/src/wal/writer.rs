@@ -63,7 +63,7 @@ struct PendingAppend {
 
 impl PendingAppend {
     fn records(&self) -> u64 {
-        self.batches.iter().map(|b| u64::from(b.records)).sum()
+        BatchMeta::records_in(&self.batches)
     }
 }
 

@@ -270,9 +270,7 @@ impl Plan {
         self.undecodable.fetch_add(1, Ordering::Relaxed);
         (Datum::Null, Some(truncate(error)))
     }
-}
 
-impl Plan {
     /// The schema id of a value whose typed columns hold it losslessly (`datum` was decoded
     /// from it), if the file may embed that schema (`embedded`: the ids it embeds so far).
     fn elidable(&self, bytes: &Bytes, datum: &Datum, embedded: &BTreeSet<i32>) -> Option<i32> {

@@ -110,7 +110,7 @@ impl ValueRestorer for Restorer {
         // A row group's values share a few schemas: each is looked up once per call.
         let mut schemas: HashMap<i32, Arc<AvroSchema>> = HashMap::new();
         let mut next = 0;
-        let mut scratch = Vec::new();
+        let mut size_hint = 64;
         for (def, datum) in value_def.iter().zip(&rows) {
             if *def == 0 {
                 continue;
@@ -135,12 +135,14 @@ impl ValueRestorer for Restorer {
                     schema
                 }
             };
-            // Encoded into a buffer reused across rows, then copied once at its exact size.
-            scratch.clear();
-            scratch.extend_from_slice(header);
-            avro_encode::encode(&schema, datum, fields, &mut scratch)
+            // Sized by the row before (a topic's values are alike), so encoding rarely regrows
+            // it; the buffer then becomes the value as it is, without a copy.
+            let mut whole = Vec::with_capacity(size_hint);
+            whole.extend_from_slice(header);
+            avro_encode::encode(&schema, datum, fields, &mut whole)
                 .map_err(|e| bad(format!("schema id {id}: {e}")))?;
-            *value = ByteArray::from(scratch.as_slice().to_vec());
+            size_hint = whole.len() + whole.len() / 8;
+            *value = ByteArray::from(whole);
         }
         Ok(())
     }
