@@ -4,12 +4,14 @@ interleaved round by round so that the shared machine's noise hits all three ali
 starts every broker afresh and runs the Java ProducerPerformance and the librdkafka producer at
 the same fixed rate (acks=all, linger 5 ms, batch 1 MiB, 1 KiB records, 8 partitions), reads
 our brokers' mean time per produce stage from /metrics, then runs the librdkafka producer at
-its maximum rate and takes the broker's CPU seconds per GiB it produced.
+its maximum rate and takes the broker's CPU seconds per GiB it produced. Last, the first test a
+newcomer runs: the Java ProducerPerformance with the client's defaults (acks=all, linger 5 ms,
+batch 16 KiB, 5 requests in flight) at its maximum rate into a one-partition topic.
 
 Run through bench/local_store.sh. Knobs (environment): BENCH_FIXED_RATE (records/s, default
 22000: a third of Kafka's Java maximum in BENCHMARKS.md), BENCH_LATENCY_S (seconds per run,
-default 10), BENCH_RECORDS (records of the max-rate run, default 300000), BENCH_ROUNDS (default
-3), BENCH_OLD_BROKER_BIN (an earlier build; its column is left out when unset). Prints a
+default 10), BENCH_RECORDS (records of the max-rate run, default 300000), BENCH_DEFAULTS_RECORDS
+(records of the Java-defaults run, default 200000), BENCH_ROUNDS (default 3), BENCH_OLD_BROKER_BIN (an earlier build; its column is left out when unset). Prints a
 markdown table of medians over the rounds and writes bench/.work/local_store/results.json.
 """
 import json
@@ -28,6 +30,7 @@ RATE = int(os.environ.get("BENCH_FIXED_RATE", "22000"))
 SECONDS = int(os.environ.get("BENCH_LATENCY_S", "10"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 MAX_RECORDS = int(os.environ.get("BENCH_RECORDS", "300000"))
+DEFAULTS_RECORDS = int(os.environ.get("BENCH_DEFAULTS_RECORDS", "200000"))
 OLD_BIN = os.environ.get("BENCH_OLD_BROKER_BIN")
 METRICS_URL = "http://127.0.0.1:9644/metrics"
 STAGE = re.compile(r'^diskless_produce_stage_duration_seconds_(sum|count)\{stage="(\w+)"\} ([\d.e+-]+)$', re.M)
@@ -53,6 +56,7 @@ def one_round(name, classpath, round_no):
     try:
         for topic in ("lat-java", "lat-rdk", "max-rdk"):
             bench.create_topic(topic, 8)
+        bench.create_topic("defaults-java", 1)
         result = {
             "java": bench.producer_perf(classpath, "lat-java", records, bench.MAX_PROPS, rate=RATE),
             "rdk": bench.rdk("produce", "lat-rdk", "--count", str(records), "--size",
@@ -65,6 +69,7 @@ def one_round(name, classpath, round_no):
                                   str(bench.RECORD_BYTES), *bench.rdk_props(bench.MAX_PROPS))
         gib = MAX_RECORDS * bench.RECORD_BYTES / 2**30
         result["max"]["broker_cpu_s_per_gib"] = round((process.cpu_s() - cpu_before) / gib, 2)
+        result["defaults"] = bench.producer_perf(classpath, "defaults-java", DEFAULTS_RECORDS, {})
     finally:
         process.stop()
     bench.log(f"{name} round {round_no}: {json.dumps(result)}")
@@ -86,6 +91,10 @@ def table(results, names):
     for key, label in (("mib_per_s", "max produce MiB/s (librdkafka)"),
                        ("broker_cpu_s_per_gib", "broker CPU s per GiB at max produce (librdkafka)")):
         rows.append([label] + [str(median([r["max"].get(key) for r in results[n]])) for n in names])
+    for key, label in (("mib_per_s", "MB/s"), ("avg_ms", "avg latency ms"), ("p99_ms", "p99 ms")):
+        row = [f"Java defaults, one partition: {label}"]
+        row += [str(median([r["defaults"].get(key) for r in results[n]])) for n in names]
+        rows.append(row)
     stages = sorted({s for n in names if n != "kafka" for r in results[n] for s in r.get("stages_ms", {})})
     for stage in stages:
         row = [f"mean {stage} stage ms (both clients)"]

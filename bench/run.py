@@ -258,7 +258,7 @@ def producer_perf(classpath, topic, records, props, rate=-1):
         return {"error": out[-500:]}
     g = match.groups()
     return {"records": int(g[0]), "records_per_s": float(g[1]), "mib_per_s": float(g[2]),
-            "p50_ms": int(g[5]), "p99_ms": int(g[7]), "p999_ms": int(g[8])}
+            "avg_ms": float(g[3]), "p50_ms": int(g[5]), "p99_ms": int(g[7]), "p999_ms": int(g[8])}
 
 
 def rdk(mode, topic, *extra):

@@ -51,7 +51,7 @@ async fn env() -> Env {
     );
     let config = StorageConfig {
         write_buffer_size: 4 << 10,
-        write_buffer_puts_per_sec_max: 500,
+        write_buffer_puts_per_sec_max: Some(500),
         ..StorageConfig::default()
     };
     let storage = Storage::open(config, objects.clone(), meta.clone());

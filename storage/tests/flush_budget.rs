@@ -1,5 +1,6 @@
 //! The WAL writer's flush policy on a paused tokio clock: an idle writer flushes at once, the
-//! PUT budget bounds how many objects start per second, and a full segment never waits.
+//! PUT budget bounds how many objects start per second, a full segment never waits, and a
+//! writer without a budget (a local store) group-commits whatever arrived during the last PUT.
 
 // Test code: an unexpected error fails the test with the value it got.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -11,7 +12,7 @@ use bytes::Bytes;
 use metastore::memory::MemoryMetaStore;
 use metastore::MetaOptions;
 use object_store::memory::InMemory;
-use storage::objects::FailingObjectStore;
+use storage::objects::{FailingObjectStore, SlowObjectStore};
 use storage::{BatchMeta, Storage, StorageConfig};
 use tokio::time::Instant;
 
@@ -21,7 +22,7 @@ fn open(
 ) -> (Arc<Storage>, Arc<FailingObjectStore>) {
     let objects = Arc::new(FailingObjectStore::new(Arc::new(InMemory::new())));
     let cfg = StorageConfig {
-        write_buffer_puts_per_sec_max: puts_per_sec_max,
+        write_buffer_puts_per_sec_max: Some(puts_per_sec_max),
         write_buffer_size,
         ..StorageConfig::default()
     };
@@ -104,5 +105,41 @@ async fn a_full_segment_goes_out_while_the_budget_holds_small_ones_back() {
         "the next small object waited for the budget"
     );
     assert_eq!(objects.operation_count(), 3);
+    storage.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_budget_appends_arriving_during_a_put_go_out_together_in_the_next() {
+    let counted = Arc::new(FailingObjectStore::new(Arc::new(InMemory::new())));
+    let slow = Arc::new(SlowObjectStore::new(
+        counted.clone(),
+        Duration::from_millis(20),
+    ));
+    // Sixteen PUT slots: yet partial objects go out one after another.
+    let cfg = StorageConfig {
+        write_buffer_puts_per_sec_max: None,
+        ..StorageConfig::default()
+    };
+    let meta = Arc::new(MemoryMetaStore::open(MetaOptions::default()));
+    let storage = Storage::open(cfg, slow, meta);
+    let started = Instant::now();
+    let mut pending = Vec::new();
+    for i in 0..10 {
+        let (p, b) = batch(100);
+        pending.push(storage.submit(&format!("local-{i}"), p, b).await.unwrap());
+        // The first append's PUT starts before the others arrive.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    for append in pending {
+        append.wait().await.unwrap();
+    }
+    // The first append went out alone at once; the nine that arrived while its PUT ran went
+    // out together as soon as it was done: two PUTs back to back, no budget spacing between.
+    assert_eq!(counted.operation_count(), 2);
+    assert!(
+        started.elapsed() < Duration::from_millis(70),
+        "{:?}",
+        started.elapsed()
+    );
     storage.shutdown().await;
 }

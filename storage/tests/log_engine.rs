@@ -27,7 +27,7 @@ use storage::{BatchMeta, Storage, StorageConfig, StorageError};
 
 fn config() -> StorageConfig {
     StorageConfig {
-        write_buffer_puts_per_sec_max: 200,
+        write_buffer_puts_per_sec_max: Some(200),
         ..StorageConfig::default()
     }
 }
@@ -170,7 +170,7 @@ async fn tailing_reads_are_served_from_the_write_cache() {
 async fn an_entry_of_several_appends_is_joined_once_for_all_its_tailing_readers() {
     let dir = tempfile::tempdir().unwrap();
     let slow_budget = StorageConfig {
-        write_buffer_puts_per_sec_max: 2,
+        write_buffer_puts_per_sec_max: Some(2),
         ..config()
     };
     let storage = Storage::open(
@@ -565,7 +565,7 @@ async fn streams_sharing_an_object_succeed_or_fail_independently() {
     let objects = Arc::new(FailingObjectStore::new(Arc::new(InMemory::new())));
     // A budget of 1 PUT a second: after a first object, appends wait and share the next.
     let cfg = StorageConfig {
-        write_buffer_puts_per_sec_max: 1,
+        write_buffer_puts_per_sec_max: Some(1),
         write_buffer_max_streams: 8,
         ..config()
     };
@@ -598,7 +598,7 @@ async fn streams_sharing_an_object_succeed_or_fail_independently() {
 async fn a_full_segment_is_written_without_waiting_for_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = StorageConfig {
-        write_buffer_puts_per_sec_max: 1,
+        write_buffer_puts_per_sec_max: Some(1),
         write_buffer_size: 1000,
         ..config()
     };

@@ -31,7 +31,7 @@ async fn meta(dir: &std::path::Path) -> Arc<dyn MetaStore> {
 
 fn engine(meta: Arc<dyn MetaStore>, objects: Arc<dyn ObjectStore>) -> Arc<Storage> {
     let config = StorageConfig {
-        write_buffer_puts_per_sec_max: 200,
+        write_buffer_puts_per_sec_max: Some(200),
         ..StorageConfig::default()
     };
     Storage::open(config, objects, meta)

@@ -51,7 +51,7 @@ impl Env {
         let index_meta = meta.clone();
         let open_storage = Box::new(move || {
             let config = StorageConfig {
-                write_buffer_puts_per_sec_max: 500,
+                write_buffer_puts_per_sec_max: Some(500),
                 ..StorageConfig::default()
             };
             Storage::open(config, objects.clone(), index_meta.clone())

@@ -42,7 +42,7 @@ pub async fn open_meta(dir: &tempfile::TempDir) -> Arc<dyn MetaStore> {
 pub fn engine(env: &Env) -> Arc<Storage> {
     let config = StorageConfig {
         write_buffer_size: 4 << 10,
-        write_buffer_puts_per_sec_max: 500,
+        write_buffer_puts_per_sec_max: Some(500),
         write_buffer_max_streams: 2,
         ..StorageConfig::default()
     };

@@ -373,7 +373,7 @@ fn start_node(
     let process = process(rng, meta, objects, rates);
     let config = StorageConfig {
         write_buffer_size: 2 << 10,
-        write_buffer_puts_per_sec_max: 200,
+        write_buffer_puts_per_sec_max: Some(200),
         max_pending_bytes: 16 << 10,
         max_puts_in_flight: 4,
         write_cache_bytes: 8 << 10,

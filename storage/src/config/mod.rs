@@ -16,7 +16,8 @@ use crate::settings::Resolved;
 pub struct StorageConfig {
     pub write_buffer_size: usize,
     pub write_buffer_flush_size: usize,
-    pub write_buffer_puts_per_sec_max: u64,
+    /// `None`: no budget, an object starts as soon as a PUT slot is free.
+    pub write_buffer_puts_per_sec_max: Option<u64>,
     pub write_buffer_max_streams: usize,
     pub max_pending_bytes: usize,
     pub max_puts_in_flight: usize,
@@ -47,7 +48,7 @@ impl Default for StorageConfig {
         StorageConfig {
             write_buffer_size: s::WRITE_BUFFER_SIZE.default,
             write_buffer_flush_size: s::WRITE_BUFFER_FLUSH_SIZE.default,
-            write_buffer_puts_per_sec_max: s::PUTS_PER_SEC_MAX_REMOTE,
+            write_buffer_puts_per_sec_max: Some(s::PUTS_PER_SEC_MAX_REMOTE),
             write_buffer_max_streams: s::WRITE_BUFFER_MAX_STREAMS.default,
             max_pending_bytes: s::MAX_PENDING_BYTES.default,
             max_puts_in_flight: s::MAX_PUTS_IN_FLIGHT.default,

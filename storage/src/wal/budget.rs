@@ -30,11 +30,14 @@ pub struct PutBudget {
 }
 
 impl PutBudget {
-    /// A budget of `puts_per_sec` (at least 1) object starts per second.
-    pub fn new(puts_per_sec: u64) -> PutBudget {
-        let per_sec = u32::try_from(puts_per_sec.max(1)).unwrap_or(u32::MAX);
+    /// A budget of `puts_per_sec` (at least 1) object starts per second; `None` is no budget:
+    /// a flush may always go.
+    pub fn new(puts_per_sec: Option<u64>) -> PutBudget {
+        let spacing = puts_per_sec.map_or(Duration::ZERO, |n| {
+            Duration::from_secs(1) / u32::try_from(n.max(1)).unwrap_or(u32::MAX)
+        });
         PutBudget {
-            spacing: Duration::from_secs(1) / per_sec,
+            spacing,
             next_at: None,
         }
     }
@@ -65,13 +68,13 @@ mod tests {
 
     #[test]
     fn an_idle_budget_lets_the_first_flush_go_at_once() {
-        let budget = PutBudget::new(4);
+        let budget = PutBudget::new(Some(4));
         assert_eq!(budget.wait(Instant::now()), Duration::ZERO);
     }
 
     #[test]
     fn a_flush_defers_the_next_by_one_spacing_and_no_more() {
-        let mut budget = PutBudget::new(4);
+        let mut budget = PutBudget::new(Some(4));
         let t0 = Instant::now();
         budget.spend(t0, Trigger::Budget, 1);
         assert_eq!(budget.wait(t0), Duration::from_millis(250));
@@ -86,7 +89,7 @@ mod tests {
     #[test]
     fn budgeted_flushes_never_exceed_the_rate_over_any_window() {
         // A flusher that flushes whenever the budget lets it, polled every millisecond for 10 s.
-        let mut budget = PutBudget::new(4);
+        let mut budget = PutBudget::new(Some(4));
         let t0 = Instant::now();
         let mut starts = Vec::new();
         for ms in 0..10_000u64 {
@@ -114,7 +117,7 @@ mod tests {
 
     #[test]
     fn a_cut_of_several_objects_spends_one_spacing_each() {
-        let mut budget = PutBudget::new(10);
+        let mut budget = PutBudget::new(Some(10));
         let t0 = Instant::now();
         budget.spend(t0, Trigger::Budget, 3);
         assert_eq!(budget.wait(t0), Duration::from_millis(300));
@@ -122,7 +125,7 @@ mod tests {
 
     #[test]
     fn size_flushes_leave_no_debt_beyond_one_spacing() {
-        let mut budget = PutBudget::new(4);
+        let mut budget = PutBudget::new(Some(4));
         let t0 = Instant::now();
         for _ in 0..100 {
             budget.spend(t0, Trigger::Size, 4);

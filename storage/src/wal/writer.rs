@@ -339,24 +339,39 @@ async fn flush_loop(
 ) {
     let puts_in_flight = Arc::new(Semaphore::new(writer.config.max_puts_in_flight.max(1)));
     let mut budget = PutBudget::new(writer.config.write_buffer_puts_per_sec_max);
+    // Without a budget (local stores) partial objects go out back to back: the next one
+    // starts once the previous one's PUT is done, so what arrives meanwhile joins it (a group
+    // commit) instead of each append becoming an object of its own.
+    let partial = writer
+        .config
+        .write_buffer_puts_per_sec_max
+        .is_none()
+        .then(|| Arc::new(Semaphore::new(1)));
     loop {
         // Room in the upload pipeline first: while it is full, appends keep filling the buffer.
         let Ok(permit) = puts_in_flight.clone().acquire_owned().await else {
             return;
         };
-        let trigger = next_trigger(&writer, &budget).await;
+        let (trigger, mut partial_permit) = next_trigger(&writer, &budget, partial.as_ref()).await;
         let cut = writer.cut();
         budget.spend(tokio::time::Instant::now(), trigger, cut.len());
+        let last = cut.len().saturating_sub(1);
         let mut permit = Some(permit);
-        for slices in cut {
-            let permit = match permit.take() {
+        for (i, slices) in cut.into_iter().enumerate() {
+            let slot = match permit.take() {
                 Some(permit) => permit,
                 None => match puts_in_flight.clone().acquire_owned().await {
                     Ok(permit) => permit,
                     Err(_) => return,
                 },
             };
-            let segment = start_put(&writer, &objects, slices, permit);
+            // The cut's last object is the partial one.
+            let partial = if i == last {
+                partial_permit.take()
+            } else {
+                None
+            };
+            let segment = start_put(&writer, &objects, slices, (slot, partial));
             if segments.send(segment).await.is_err() {
                 return;
             }
@@ -368,18 +383,23 @@ async fn flush_loop(
 }
 
 /// Waits until the buffer should be cut: at once when closing or a segment's worth is
-/// pending, else once something is pending and the budget allows a PUT.
-async fn next_trigger(writer: &WalWriter, budget: &PutBudget) -> Trigger {
+/// pending, else once something is pending and the budget allows a PUT (without a budget,
+/// once the previous partial object's PUT is done: `partial`'s permit, held by that PUT).
+async fn next_trigger(
+    writer: &WalWriter,
+    budget: &PutBudget,
+    partial: Option<&Arc<Semaphore>>,
+) -> (Trigger, Option<OwnedSemaphorePermit>) {
     loop {
         if writer.closed.load(Ordering::Acquire) {
-            return Trigger::Closing;
+            return (Trigger::Closing, None);
         }
         let (empty, size_due) = {
             let buffer = writer.lock_buffer();
             (buffer.order.is_empty(), writer.size_due(&buffer))
         };
         if size_due {
-            return Trigger::Size;
+            return (Trigger::Size, None);
         }
         if empty {
             writer.flush_now.notified().await;
@@ -387,7 +407,13 @@ async fn next_trigger(writer: &WalWriter, budget: &PutBudget) -> Trigger {
         }
         let wait = budget.wait(tokio::time::Instant::now());
         if wait.is_zero() {
-            return Trigger::Budget;
+            let Some(partial) = partial else {
+                return (Trigger::Budget, None);
+            };
+            tokio::select! {
+                permit = partial.clone().acquire_owned() => return (Trigger::Budget, permit.ok()),
+                () = writer.flush_now.notified() => continue,
+            }
         }
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
@@ -396,12 +422,13 @@ async fn next_trigger(writer: &WalWriter, budget: &PutBudget) -> Trigger {
     }
 }
 
-/// Encodes a segment and spawns its PUT, which holds `permit` until it completes.
+/// Encodes a segment and spawns its PUT, which holds `permit` (its pipeline slot, and the
+/// partial-object turn if it has it) until it completes.
 fn start_put(
     writer: &WalWriter,
     objects: &Arc<dyn ObjectStore>,
     slices: Vec<SegmentSlice>,
-    permit: OwnedSemaphorePermit,
+    permit: (OwnedSemaphorePermit, Option<OwnedSemaphorePermit>),
 ) -> CutSegment {
     let cut_at = Instant::now();
     for append in slices.iter().flat_map(|s| &s.appends) {
