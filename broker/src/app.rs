@@ -135,8 +135,9 @@ pub async fn start(config: Config) -> Result<Running, StartError> {
     // Compacted files of typed tables keep an Avro value once, in its typed columns.
     storage_config.value_restorer = Some(Arc::new(tables::typed::restore::Restorer::new()));
     let storage = storage::Storage::open(storage_config, objects.clone(), index_meta.clone());
-    // Long polls here wake on other brokers' appends.
-    storage.spawn_bounds_poller();
+    // Long polls here wake on other brokers' appends, told by the coordination handle's
+    // notifications (the index handle has none: its own traffic needs none).
+    storage.spawn_bounds_follower(coordination_meta.clone());
     let groups = crate::groups::GroupCoordinator::open(
         coordination_meta.clone(),
         crate::groups::GroupConfig::from_config(&config),

@@ -53,7 +53,34 @@ pub fn producers_key(stream: &str) -> String {
 
 /// Parses `<prefix>-<end:%020d>-<cumulative_bytes:%020d>` back into its two numbers.
 pub fn parse_index_key(stream: &str, key: &str) -> Option<(u64, u64)> {
-    let rest = key.strip_prefix(&index_range_start(stream))?;
+    parse_index_numbers(key.strip_prefix(&index_range_start(stream))?)
+}
+
+/// What one of a stream's MetaStore keys holds, as far as its bounds are concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamKey {
+    /// An index entry ending (exclusive) at this offset.
+    Index { end_offset: u64 },
+    /// The trim point.
+    Trim,
+    /// Anything else under the stream (producer snapshot, compacted offset).
+    Other,
+}
+
+/// The stream a MetaStore key belongs to and what it holds; `None` outside `s/<stream>/`.
+pub fn parse_stream_key(key: &str) -> Option<(&str, StreamKey)> {
+    let (stream, leaf) = key.strip_prefix("s/")?.split_once('/')?;
+    let kind = if leaf == "trim" {
+        StreamKey::Trim
+    } else if let Some((end_offset, _)) = leaf.strip_prefix("i-").and_then(parse_index_numbers) {
+        StreamKey::Index { end_offset }
+    } else {
+        StreamKey::Other
+    };
+    Some((stream, kind))
+}
+
+fn parse_index_numbers(rest: &str) -> Option<(u64, u64)> {
     let (end, cumulative) = rest.split_once('-')?;
     if end.len() != 20 || cumulative.len() != 20 {
         return None;
@@ -101,6 +128,25 @@ mod tests {
                 && compare_keys(&key, &index_range_end(other)) == Ordering::Less;
             assert!(!inside, "{other}");
         }
+    }
+
+    #[test]
+    fn stream_keys_name_their_stream_and_what_they_hold() {
+        let index = format!("{}-{:020}-{:020}", index_prefix("t-0"), 12, 50);
+        assert_eq!(
+            parse_stream_key(&index),
+            Some(("t-0", StreamKey::Index { end_offset: 12 }))
+        );
+        assert_eq!(
+            parse_stream_key(&trim_key("t-0")),
+            Some(("t-0", StreamKey::Trim))
+        );
+        assert_eq!(
+            parse_stream_key(&producers_key("t-0")),
+            Some(("t-0", StreamKey::Other))
+        );
+        assert_eq!(parse_stream_key("topics/t"), None);
+        assert_eq!(parse_stream_key("s/no-leaf"), None);
     }
 
     #[test]

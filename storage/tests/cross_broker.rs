@@ -1,5 +1,6 @@
 //! Two engines sharing one object store and one MetaStore, as two brokers do: an append
-//! committed by one becomes readable through the other, and long polls there wake on it.
+//! committed by one becomes readable through the other, and long polls there wake on it, told
+//! by MetaStore notifications (or, without them, by polling); idle streams cost no reads.
 
 // Test code: an unexpected error fails the test with the value it got.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,30 +10,56 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use metastore::embedded::EmbeddedMetaStore;
+use metastore::failing::{FailingMetaStore, FaultMode};
 use metastore::{MetaOptions, MetaStore};
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use storage::{BatchMeta, Storage, StorageConfig};
 
-async fn engine(dir: &std::path::Path, objects: Arc<dyn ObjectStore>) -> Arc<Storage> {
-    let meta: Arc<dyn MetaStore> = Arc::new(
+/// How an engine learns of the other's commits.
+#[derive(Clone, Copy)]
+enum Follow {
+    /// MetaStore notifications, as the broker runs.
+    Notifications,
+    /// A timer, for a MetaStore handle without notifications.
+    Polling,
+}
+
+async fn open_meta(dir: &std::path::Path, notifications: bool) -> Arc<dyn MetaStore> {
+    Arc::new(
         EmbeddedMetaStore::open_in_dir(
             dir,
             MetaOptions {
-                notifications: false,
+                notifications,
                 ..Default::default()
             },
         )
         .await
         .unwrap(),
-    );
+    )
+}
+
+/// An engine whose index handle can be made to fail, to show when it is read.
+async fn engine_with(
+    dir: &std::path::Path,
+    objects: Arc<dyn ObjectStore>,
+    follow: Follow,
+) -> (Arc<Storage>, Arc<FailingMetaStore>) {
+    let index = Arc::new(FailingMetaStore::new(open_meta(dir, false).await));
     let config = StorageConfig {
-        write_buffer_puts_per_sec_max: 200,
+        write_buffer_puts_per_sec_max: Some(200),
         ..StorageConfig::default()
     };
-    let storage = Storage::open(config, objects, meta);
-    storage.spawn_bounds_poller();
-    storage
+    let storage = Storage::open(config, objects, index.clone());
+    match follow {
+        Follow::Notifications => storage.spawn_bounds_follower(open_meta(dir, true).await),
+        Follow::Polling => drop(storage.spawn_bounds_poller()),
+    }
+    (storage, index)
+}
+
+async fn engine(dir: &std::path::Path, objects: Arc<dyn ObjectStore>) -> Arc<Storage> {
+    engine_with(dir, objects, Follow::Notifications).await.0
 }
 
 fn payload(tag: u8) -> (Bytes, Vec<BatchMeta>) {
@@ -91,16 +118,64 @@ async fn a_read_past_the_known_end_refreshes_instead_of_failing() {
 
 #[tokio::test]
 async fn a_long_poll_on_another_engine_wakes_on_the_append() {
+    for follow in [Follow::Notifications, Follow::Polling] {
+        let dir = tempfile::tempdir().unwrap();
+        let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let writer = engine(dir.path(), objects.clone()).await;
+        let (reader, _) = engine_with(dir.path(), objects, follow).await;
+        let mut watch = reader.watch("s").await.unwrap();
+        let (bytes, batches) = payload(1);
+        writer.append("s", bytes, batches).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(2), watch.changed())
+            .await
+            .expect("the long poll did not wake")
+            .unwrap();
+        assert_eq!(*watch.borrow(), 2);
+    }
+}
+
+#[tokio::test]
+async fn idle_long_polls_read_nothing_from_the_metastore_until_another_engine_appends() {
     let dir = tempfile::tempdir().unwrap();
     let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let writer = engine(dir.path(), objects.clone()).await;
-    let reader = engine(dir.path(), objects).await;
-    let mut watch = reader.watch("s").await.unwrap();
-    let (bytes, batches) = payload(1);
-    writer.append("s", bytes, batches).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(2), watch.changed())
+    let (reader, index) = engine_with(dir.path(), objects, Follow::Notifications).await;
+    let streams: Vec<String> = (0..50).map(|i| format!("idle-{i}")).collect();
+    let mut watches = Vec::new();
+    for stream in &streams {
+        watches.push(reader.watch(stream).await.unwrap());
+        // Reads at the end, as a fetch does before it waits.
+        assert!(reader
+            .read(stream, 0, 1 << 20)
+            .await
+            .unwrap()
+            .chunks
+            .is_empty());
+    }
+    // Any read of the reader's index from now on fails, and is counted.
+    index.set_mode(FaultMode::FailAll);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for stream in &streams {
+        assert!(reader
+            .read(stream, 0, 1 << 20)
+            .await
+            .unwrap()
+            .chunks
+            .is_empty());
+    }
+    assert_eq!(index.injected_failures(), 0, "idle streams were re-read");
+
+    index.set_mode(FaultMode::Healthy);
+    let (bytes, batches) = payload(3);
+    writer
+        .append("idle-7", bytes.clone(), batches)
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(2), watches[7].changed())
         .await
         .expect("the long poll did not wake")
         .unwrap();
-    assert_eq!(*watch.borrow(), 2);
+    let read = reader.read("idle-7", 0, 1 << 20).await.unwrap();
+    assert_eq!(read.chunks[0].bytes, bytes);
+    assert_eq!(*watches[8].borrow(), 0);
 }

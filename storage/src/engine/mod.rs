@@ -55,12 +55,15 @@ pub struct Storage {
     footer_cache: FooterCache,
     row_groups: row_groups::RowGroups,
     streams: Arc<Streams>,
+    /// Set once [`Storage::spawn_bounds_follower`] runs: bounds are then re-read when a
+    /// notification says the index changed, not on a timer.
+    follows_index: std::sync::atomic::AtomicBool,
 }
 
 impl Storage {
     /// Starts the engine on an object store and the MetaStore handle used for the index, on
     /// the system clock. Other brokers' appends wake long polls here only once
-    /// [`Storage::spawn_bounds_poller`] runs.
+    /// [`Storage::spawn_bounds_follower`] (or [`Storage::spawn_bounds_poller`]) runs.
     pub fn open(
         config: StorageConfig,
         objects: Arc<dyn ObjectStore>,
@@ -108,6 +111,7 @@ impl Storage {
             writer,
             write_cache,
             streams,
+            follows_index: std::sync::atomic::AtomicBool::new(false),
         })
     }
 

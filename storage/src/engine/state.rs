@@ -2,6 +2,7 @@
 //! index, so that tailing reads need no MetaStore lookup. Every value only moves forward.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::{watch, OnceCell};
@@ -16,6 +17,12 @@ pub(super) struct StreamState {
     pub loaded: OnceCell<()>,
     /// When the bounds were last re-read from the index (ms by the engine's clock), if ever.
     refreshed_at_ms: Mutex<Option<u64>>,
+    /// A MetaStore notification said the trim point or an existing entry changed since the
+    /// bounds were last re-read.
+    stale: AtomicBool,
+    /// The highest end offset of an index entry a notification announced: the bounds are stale
+    /// while the high watermark is below it (this engine's own commits catch up by themselves).
+    announced_end: AtomicU64,
 }
 
 struct StreamInner {
@@ -34,7 +41,34 @@ impl StreamState {
             }),
             loaded: OnceCell::new(),
             refreshed_at_ms: Mutex::new(None),
+            stale: AtomicBool::new(false),
+            announced_end: AtomicU64::new(0),
         }
+    }
+
+    /// The index changed elsewhere: the next read re-reads the bounds.
+    pub fn mark_stale(&self) {
+        self.stale.store(true, Ordering::Release);
+    }
+
+    /// An index entry ending at `end_offset` was committed; stale if this engine does not
+    /// have it yet. Returns whether it is.
+    pub fn announce_end(&self, end_offset: u64) -> bool {
+        self.announced_end.fetch_max(end_offset, Ordering::AcqRel);
+        end_offset > *self.high_watermark.borrow()
+    }
+
+    /// Claims the re-read a notification asked for. The flag is cleared before the re-read
+    /// starts, so a notification that arrives during it asks again; an announced entry stays
+    /// due until the high watermark reaches it.
+    pub fn take_stale(&self) -> bool {
+        let flagged = self.stale.swap(false, Ordering::AcqRel);
+        flagged || self.announced_end.load(Ordering::Acquire) > *self.high_watermark.borrow()
+    }
+
+    /// The bounds were last re-read before `cutoff_ms`, or never.
+    pub fn refreshed_before(&self, cutoff_ms: u64) -> bool {
+        lock(&self.refreshed_at_ms).is_none_or(|t| t < cutoff_ms)
     }
 
     /// Claims the next refresh if the last one is at least `interval_ms` old at `now_ms`.
@@ -151,4 +185,32 @@ impl StreamState {
 // Every critical section only moves values forward: a poisoned lock holds consistent state.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_announced_entry_is_due_until_the_high_watermark_reaches_it() {
+        let state = StreamState::new();
+        assert!(!state.take_stale());
+        assert!(state.announce_end(10));
+        assert!(state.take_stale());
+        // Not re-read yet: still due.
+        assert!(state.take_stale());
+        state.merge_loaded(None, 10);
+        assert!(!state.take_stale());
+        // An entry this engine already has (its own commit) is not news.
+        assert!(!state.announce_end(10));
+        assert!(!state.take_stale());
+    }
+
+    #[test]
+    fn a_flagged_change_is_due_once() {
+        let state = StreamState::new();
+        state.mark_stale();
+        assert!(state.take_stale());
+        assert!(!state.take_stale());
+    }
 }

@@ -57,6 +57,35 @@ impl Streams {
         self.lock().map.remove(stream);
     }
 
+    /// The stream's state if one is in memory (without creating one or counting a use).
+    pub fn peek(&self, stream: &str) -> Option<Arc<StreamState>> {
+        self.lock().map.get(stream).map(|slot| slot.state.clone())
+    }
+
+    /// Up to `limit` states whose bounds were last re-read before `cutoff_ms`.
+    pub fn refreshed_before(
+        &self,
+        cutoff_ms: u64,
+        limit: usize,
+    ) -> Vec<(String, Arc<StreamState>)> {
+        self.lock()
+            .map
+            .iter()
+            .filter(|(_, slot)| {
+                slot.state.loaded.initialized() && slot.state.refreshed_before(cutoff_ms)
+            })
+            .take(limit)
+            .map(|(stream, slot)| (stream.clone(), slot.state.clone()))
+            .collect()
+    }
+
+    /// Marks every state stale (notifications may have been missed).
+    pub fn mark_all_stale(&self) {
+        for slot in self.lock().map.values() {
+            slot.state.mark_stale();
+        }
+    }
+
     /// Streams someone is long-polling.
     pub fn watched(&self) -> Vec<(String, Arc<StreamState>)> {
         self.lock()
