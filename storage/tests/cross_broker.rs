@@ -62,6 +62,11 @@ async fn engine(dir: &std::path::Path, objects: Arc<dyn ObjectStore>) -> Arc<Sto
     engine_with(dir, objects, Follow::Notifications).await.0
 }
 
+async fn assert_reads_nothing(reader: &Storage, stream: &str) {
+    let read = reader.read(stream, 0, 1 << 20).await.unwrap();
+    assert!(read.chunks.is_empty(), "{stream} returned records");
+}
+
 fn payload(tag: u8) -> (Bytes, Vec<BatchMeta>) {
     let batch = BatchMeta {
         len: 16,
@@ -145,23 +150,13 @@ async fn idle_long_polls_read_nothing_from_the_metastore_until_another_engine_ap
     for stream in &streams {
         watches.push(reader.watch(stream).await.unwrap());
         // Reads at the end, as a fetch does before it waits.
-        assert!(reader
-            .read(stream, 0, 1 << 20)
-            .await
-            .unwrap()
-            .chunks
-            .is_empty());
+        assert_reads_nothing(&reader, stream).await;
     }
     // Any read of the reader's index from now on fails, and is counted.
     index.set_mode(FaultMode::FailAll);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     for stream in &streams {
-        assert!(reader
-            .read(stream, 0, 1 << 20)
-            .await
-            .unwrap()
-            .chunks
-            .is_empty());
+        assert_reads_nothing(&reader, stream).await;
     }
     assert_eq!(index.injected_failures(), 0, "idle streams were re-read");
 
