@@ -19,7 +19,9 @@ Broker CPU seconds come from /proc, peak RSS from VmHWM, WAL PUTs from the objec
 the store, GETs, MetaStore operations and request counts from /metrics scraped before and after
 each phase. Run through bench/scale.sh. Knobs (environment): BENCH_SCALE_POINTS (default
 "p10 p1000 p10000 c10 c1000 g1 g100"), BENCH_SCALE_S, BENCH_SCALE_RATE_MIB, BENCH_SCALE_IDLE_S,
-BENCH_SCALE_BROKER (binary, default target/release/broker), BENCH_SCALE_PORT (default 29592; the
+BENCH_SCALE_BROKER (binary, default target/release/broker), BENCH_SCALE_BROKER_ARGS (more broker
+flags, e.g. `--write-buffer-puts-per-sec-max 4` to write the local folder as a remote store's
+PUT budget would), BENCH_SCALE_PORT (default 29592; the
 metrics listener takes the next port). Prints markdown tables and writes them to
 bench/.work/scale.md, the raw figures to bench/.work/scale/results.json.
 
@@ -44,6 +46,8 @@ WORK = os.path.join(ROOT, "bench", ".work", "scale")
 REPORT = os.path.join(ROOT, "bench", ".work", "scale.md")
 LOAD_BIN = os.path.join(ROOT, "bench", ".work", "scale-load")
 BROKER_BIN = os.path.abspath(os.environ.get("BENCH_SCALE_BROKER", bench.BROKER_BIN))
+# e.g. "--write-buffer-puts-per-sec-max 4": the local folder written like a remote store.
+BROKER_ARGS = os.environ.get("BENCH_SCALE_BROKER_ARGS", "").split()
 POINTS = os.environ.get("BENCH_SCALE_POINTS", "p10 p1000 p10000 c10 c1000 g1 g100").split()
 SECONDS = float(os.environ.get("BENCH_SCALE_S", "20"))
 RATE_MIB = float(os.environ.get("BENCH_SCALE_RATE_MIB", "4"))
@@ -78,7 +82,7 @@ def start_broker(directory):
             "--http-listen", f"127.0.0.1:{bench.PORT + 1}",
             # A franz-go client holds a seed and a broker connection for a while: 1,000 clients
             # need more than the default 1,024 slots (every point gets the same setting).
-            "--max-connections", "4096"]
+            "--max-connections", "4096"] + BROKER_ARGS
     process = bench.Process("ours", argv, os.path.join(directory, "broker.log"))
     process.data_dir = directory
     process.start()

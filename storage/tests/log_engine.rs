@@ -612,3 +612,40 @@ async fn a_full_segment_is_written_without_waiting_for_the_budget() {
         tokio::time::timeout(Duration::from_millis(500), storage.append("full-0", p, b)).await;
     assert!(done.expect("written before the budget allowed").is_ok());
 }
+
+#[tokio::test]
+async fn a_cold_reader_of_many_partitions_gets_each_wal_block_once_not_each_slice() {
+    let dir = tempfile::tempdir().unwrap();
+    let counting = Arc::new(CountingObjectStore::new(Arc::new(InMemory::new())));
+    let no_write_cache = StorageConfig {
+        write_cache_bytes: 0,
+        ..config()
+    };
+    let storage = Storage::open(no_write_cache, counting.clone(), meta(dir.path()).await);
+    // 200 partitions of 2 KiB each, appended together: a few objects of many slices each.
+    let appends = (0..200u32).map(|p| {
+        let (bytes, batches) = payload(p as u8, 1, 2048);
+        let storage = storage.clone();
+        async move { storage.append(&format!("many-{p}"), bytes, batches).await }
+    });
+    for appended in futures::future::join_all(appends).await {
+        appended.unwrap();
+    }
+    let counts = counting.counts();
+    let blocks = counts
+        .put_bytes
+        .div_ceil(StorageConfig::default().wal_read_block_bytes as u64)
+        + counts.puts;
+    for p in 0..200u32 {
+        let read = read_all(&storage, &format!("many-{p}"), 0).await;
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].1, payload(p as u8, 1, 2048).0);
+    }
+    let gets = counting.counts().gets - counts.gets;
+    assert!(
+        gets <= blocks,
+        "{gets} GETs for 200 partitions in {} objects ({blocks} blocks at most)",
+        counts.puts
+    );
+    storage.shutdown().await;
+}

@@ -87,6 +87,16 @@ impl<K: Hash + Eq + Clone, V: Clone + Weigh> BoundedCache<K, V> {
         inner.map.insert(key, value);
     }
 
+    /// Drops `key`'s value (its place in the eviction order goes when it comes up).
+    pub fn remove(&self, key: &K) {
+        let mut inner = self.lock();
+        if let Some(removed) = inner.map.remove(key) {
+            let weight = removed.weight_bytes();
+            inner.bytes -= weight;
+            self.metrics.resized(0, weight);
+        }
+    }
+
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.lock().bytes

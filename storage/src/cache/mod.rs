@@ -9,7 +9,8 @@ mod metrics;
 pub use bounded::{BoundedCache, Weigh};
 pub use fill::FillLocks;
 
-/// Slices read back from the store, by (object key, byte offset, byte length).
+/// Ranges of WAL objects read back from the store (slices and blocks of them), by (object key,
+/// byte offset, byte length).
 pub type ReadCache = BoundedCache<(String, u64, u32)>;
 
 /// Parsed footers of compacted files, by object key: a read parses a file's footer once.

@@ -70,6 +70,9 @@ pub static ENGINE: &[&dyn AnySetting] = &[
     &COMPACTED_FOOTER_CACHE_BYTES,
     &COMPACTED_READ_AHEAD_GROUPS,
     &COMPACTED_READ_AHEAD_BYTES,
+    &WAL_READ_BLOCK_BYTES,
+    &WAL_READ_AHEAD_WINDOW_BYTES,
+    &WAL_READ_AHEAD_BYTES,
     &INDEX_CACHE_ENTRIES_PER_STREAM,
     &STREAM_STATES_MAX,
 ];
@@ -183,7 +186,8 @@ pub static WRITE_BUFFER_MAX_STREAMS: Setting<usize> = Setting::new(
     Unit::Count,
     "Partition streams packed into one WAL object at most",
 )
-.at_least(1);
+.at_least(1)
+.at_most(crate::wal::format::SLICE_COUNT_MAX as i128);
 
 pub static MAX_PENDING_BYTES: Setting<usize> = Setting::new(
     "max_pending_bytes",
@@ -249,6 +253,28 @@ pub static COMPACTED_READ_AHEAD_BYTES: Setting<usize> = Setting::new(
     64 << 20,
     Unit::Bytes,
     "Bytes of row groups being fetched and decoded ahead of readers at once, all streams together; past it no read-ahead starts",
+);
+
+pub static WAL_READ_BLOCK_BYTES: Setting<usize> = Setting::new(
+    "wal_read_block_bytes",
+    2 << 20,
+    Unit::Bytes,
+    "A WAL slice smaller than this is read as the aligned block(s) of its object holding it, one GET shared by every partition in the block; larger slices are read alone",
+)
+.at_least(4096);
+
+pub static WAL_READ_AHEAD_WINDOW_BYTES: Setting<usize> = Setting::new(
+    "wal_read_ahead_window_bytes",
+    8 << 20,
+    Unit::Bytes,
+    "Bytes of a partition's WAL slices fetched ahead of a reader, past what it read (0: no read-ahead)",
+);
+
+pub static WAL_READ_AHEAD_BYTES: Setting<usize> = Setting::new(
+    "wal_read_ahead_bytes",
+    64 << 20,
+    Unit::Bytes,
+    "Bytes of WAL ranges being fetched ahead of readers at once, all partitions together; past it no read-ahead starts",
 );
 
 pub static INDEX_CACHE_ENTRIES_PER_STREAM: Setting<usize> = Setting::new(

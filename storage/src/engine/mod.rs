@@ -18,6 +18,7 @@ mod streams;
 mod timestamps;
 mod trim;
 mod types;
+mod wal_reads;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +28,7 @@ use object_store::ObjectStore;
 
 pub use types::{AppendOutcome, PendingAppend, ReadChunk, ReadResult, StreamBounds};
 
-use crate::cache::{FillLocks, FooterCache, ReadCache};
+use crate::cache::FooterCache;
 use crate::clock::{self, Clock};
 use crate::config::StorageConfig;
 use crate::error::StorageError;
@@ -49,9 +50,7 @@ pub struct Storage {
     index: Index,
     writer: Arc<WalWriter>,
     write_cache: Arc<WriteCache>,
-    read_cache: ReadCache,
-    /// Readers missing the same slice at once wait for one GET to fill the read cache.
-    read_fills: FillLocks<(String, u64, u32)>,
+    wal_reads: wal_reads::WalReads,
     footer_cache: FooterCache,
     row_groups: row_groups::RowGroups,
     streams: Arc<Streams>,
@@ -100,8 +99,7 @@ impl Storage {
             clock.clone(),
         );
         Arc::new(Storage {
-            read_cache: ReadCache::new("read", config.read_cache_bytes),
-            read_fills: FillLocks::default(),
+            wal_reads: wal_reads::WalReads::new(&config, objects.clone()),
             footer_cache: FooterCache::new("footer", config.compacted_footer_cache_bytes),
             row_groups: row_groups::RowGroups::new(&config, objects.clone()),
             config,

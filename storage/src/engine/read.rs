@@ -3,14 +3,11 @@
 //! compacted file (PARQUET, see [`super::compacted`]).
 
 use bytes::Bytes;
-use object_store::path::Path;
-use object_store::ObjectStoreExt;
 
 use super::state::StreamState;
 use super::{ReadChunk, ReadResult, Storage, StreamBounds, INDEX_PAGE_ENTRIES};
 use crate::error::StorageError;
 use crate::index::{FileType, LocatedEntry};
-use crate::wal::format;
 
 /// What a read gathered so far, and where it goes on.
 struct Gather {
@@ -156,6 +153,7 @@ impl Storage {
                 break;
             }
         }
+        self.read_ahead_wal(&entries, gather.next);
         Ok(Page::Read)
     }
 
@@ -196,36 +194,30 @@ impl Storage {
         }))
     }
 
-    /// A RAW entry's bytes from the write cache, the read cache, or a ranged GET (one per slice
-    /// however many readers miss it at once) whose CRC is checked before anything is served or
-    /// cached.
+    /// A RAW entry's bytes from the write cache, or read back from the store
+    /// ([`super::wal_reads`]: shared blocks, read-ahead, CRC checked before serving).
     async fn entry_bytes(&self, located: &LocatedEntry) -> Result<Bytes, StorageError> {
         let entry = &located.entry;
         let key = (entry.object_key.clone(), entry.byte_offset, entry.byte_len);
         if let Some(bytes) = self.written_bytes(&key) {
             return Ok(bytes);
         }
-        if let Some(bytes) = self.read_cache.get(&key) {
-            return Ok(bytes);
+        self.wal_reads.slice(entry).await
+    }
+
+    /// Starts reading ahead the RAW entries a reader now at `next` comes to after this page's
+    /// read, those not in the write cache.
+    fn read_ahead_wal(&self, entries: &[LocatedEntry], next: u64) {
+        let ahead: Vec<_> = entries
+            .iter()
+            .filter(|e| e.base_offset >= next)
+            .take_while(|e| e.entry.file_type == FileType::Raw)
+            .filter(|e| !self.write_cache.contains(&e.entry.object_key))
+            .map(|e| e.entry.clone())
+            .collect();
+        if !ahead.is_empty() {
+            self.wal_reads.read_ahead(&ahead);
         }
-        // Readers of the same cold slice GET it once: the first fills the cache, the others
-        // find it there (or, if it did not stay, GET it in turn).
-        let _fill = self.read_fills.lock(&key).await;
-        if let Some(bytes) = self.read_cache.get(&key) {
-            return Ok(bytes);
-        }
-        let start = entry.byte_offset;
-        let end = start + u64::from(entry.byte_len);
-        let bytes = self
-            .objects
-            .get_range(&Path::from(entry.object_key.as_str()), start..end)
-            .await?;
-        format::verify_slice(&bytes, entry.byte_len, entry.crc32c).map_err(|e| {
-            tracing::error!(object_key = %entry.object_key, offset = start, error = %e, "slice failed verification");
-            StorageError::Corrupt(format!("{}@{start}: {e}", entry.object_key))
-        })?;
-        self.read_cache.insert(key, bytes.clone());
-        Ok(bytes)
     }
 
     /// The slice from the write cache when its object is still there: a slice of the received
@@ -237,11 +229,12 @@ impl Storage {
         if !whole.spans_parts(*offset, *len) {
             return whole.range(*offset, *len);
         }
-        if let Some(bytes) = self.read_cache.get(key) {
+        let cache = self.wal_reads.cache();
+        if let Some(bytes) = cache.get(key) {
             return Some(bytes);
         }
         let joined = whole.range(*offset, *len)?;
-        self.read_cache.insert(key.clone(), joined.clone());
+        cache.insert(key.clone(), joined.clone());
         Some(joined)
     }
 }
