@@ -9,10 +9,6 @@ mod metrics;
 pub use bounded::{BoundedCache, Weigh};
 pub use fill::FillLocks;
 
-/// Ranges of WAL objects read back from the store (slices and blocks of them), by (object key,
-/// byte offset, byte length).
-pub type ReadCache = BoundedCache<(String, u64, u32)>;
-
 /// Parsed footers of compacted files, by object key: a read parses a file's footer once.
 pub type FooterCache = BoundedCache<String, std::sync::Arc<crate::compacted::Footer>>;
 

@@ -229,12 +229,11 @@ impl Storage {
         if !whole.spans_parts(*offset, *len) {
             return whole.range(*offset, *len);
         }
-        let cache = self.wal_reads.cache();
-        if let Some(bytes) = cache.get(key) {
+        if let Some(bytes) = self.wal_reads.cached_slice(key) {
             return Some(bytes);
         }
         let joined = whole.range(*offset, *len)?;
-        cache.insert(key.clone(), joined.clone());
+        self.wal_reads.cache_slice(key.clone(), joined.clone());
         Some(joined)
     }
 }

@@ -23,7 +23,7 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use tokio::sync::Semaphore;
 
-use crate::cache::{FillLocks, ReadCache};
+use crate::cache::{BoundedCache, FillLocks, Weigh};
 use crate::config::StorageConfig;
 use crate::error::StorageError;
 use crate::index::IndexEntry;
@@ -35,6 +35,61 @@ const PERMIT_BYTES: u64 = 1 << 10;
 /// A range of an object: (object key, first byte, bytes asked for). Its cached value holds
 /// those bytes, fewer only where the object ends first (a block at the end of its object).
 pub type RangeKey = (String, u64, u32);
+
+/// Ranges read back (slices and blocks), by [`RangeKey`].
+type ReadCache = BoundedCache<RangeKey, Arc<CheckedRange>>;
+
+/// Slices a block remembers as checked, at most: past it they are checked at every serve.
+const CHECKED_SLICES_MAX: usize = 256;
+
+/// A cached range and the slices within it whose CRC was checked (a range that is exactly a
+/// slice is checked before it is cached): a slice cut out of a block is checked once, not at
+/// every serve. The cached bytes never change, so a slice checked once stays good.
+pub struct CheckedRange {
+    bytes: Bytes,
+    /// (byte offset, length, CRC32C) of the slices checked.
+    checked: Mutex<Vec<(u64, u32, u32)>>,
+    /// How many `checked` may hold: none for a range that is one slice (checked as a whole).
+    checked_max: usize,
+}
+
+impl CheckedRange {
+    /// A range that is exactly one good slice.
+    fn slice(bytes: Bytes) -> Arc<CheckedRange> {
+        CheckedRange::new(bytes, 0)
+    }
+
+    fn new(bytes: Bytes, checked_max: usize) -> Arc<CheckedRange> {
+        Arc::new(CheckedRange {
+            bytes,
+            checked: Mutex::default(),
+            checked_max,
+        })
+    }
+
+    fn is_checked(&self, entry: &IndexEntry) -> bool {
+        self.lock()
+            .contains(&(entry.byte_offset, entry.byte_len, entry.crc32c))
+    }
+
+    fn mark_checked(&self, entry: &IndexEntry) {
+        let mut checked = self.lock();
+        if checked.len() < self.checked_max {
+            checked.push((entry.byte_offset, entry.byte_len, entry.crc32c));
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u32, u32)>> {
+        self.checked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Weigh for CheckedRange {
+    /// The bytes and the most the checked list may grow to, so the cache's bound holds.
+    fn weight_bytes(&self) -> usize {
+        self.bytes.len() + self.checked_max * std::mem::size_of::<(u64, u32, u32)>()
+    }
+}
 
 pub(super) struct WalReads {
     shared: Arc<Shared>,
@@ -77,9 +132,15 @@ impl WalReads {
         }
     }
 
-    /// The read cache, also holding entries of several appends joined from the write cache.
-    pub fn cache(&self) -> &ReadCache {
-        &self.shared.cache
+    /// A slice cached under its own key (read alone, or joined), whose bytes are good.
+    pub fn cached_slice(&self, key: &RangeKey) -> Option<Bytes> {
+        self.shared.cache.get(key).map(|range| range.bytes.clone())
+    }
+
+    /// Caches `bytes` as the good bytes of the slice `key` (an entry of several appends joined
+    /// from the write cache, once for all the readers tailing it).
+    pub fn cache_slice(&self, key: RangeKey, bytes: Bytes) {
+        self.shared.cache.insert(key, CheckedRange::slice(bytes));
     }
 
     /// The bytes of a RAW entry's slice, checked against its CRC.
@@ -88,11 +149,20 @@ impl WalReads {
         let ranges = shared.ranges_of(entry);
         if let [range] = &ranges[..] {
             if is_alone(range, entry) {
-                return shared.load(range, Some(entry)).await;
+                return Ok(shared.load(range, Some(entry)).await?.bytes.clone());
             }
+        }
+        let exact = (entry.object_key.clone(), entry.byte_offset, entry.byte_len);
+        if let Some(bytes) = self.cached_slice(&exact) {
+            return Ok(bytes); // joined from two blocks and checked earlier
         }
         let parts =
             futures::future::try_join_all(ranges.iter().map(|r| shared.load(r, None))).await?;
+        if let [part] = &parts[..] {
+            if part.is_checked(entry) {
+                return cut(&ranges, &parts, entry);
+            }
+        }
         let bytes = cut(&ranges, &parts, entry)?;
         if let Err(e) = verify(&bytes, entry) {
             // A block GET that went wrong would fail every slice cut from it: GET it again next time.
@@ -100,6 +170,11 @@ impl WalReads {
                 shared.cache.remove(range);
             }
             return Err(e);
+        }
+        match &parts[..] {
+            [part] => part.mark_checked(entry),
+            // A copy of its own: cached, it is not joined and checked again at the next serve.
+            _ => self.cache_slice(exact, bytes.clone()),
         }
         Ok(bytes)
     }
@@ -191,7 +266,7 @@ impl Shared {
         &self,
         range: &RangeKey,
         alone: Option<&IndexEntry>,
-    ) -> Result<Bytes, StorageError> {
+    ) -> Result<Arc<CheckedRange>, StorageError> {
         if let Some(bytes) = self.cache.get(range) {
             return Ok(bytes);
         }
@@ -213,8 +288,13 @@ impl Shared {
         if let Some(entry) = alone {
             verify(&bytes, entry)?;
         }
-        self.cache.insert(range.clone(), bytes.clone());
-        Ok(bytes)
+        let range_value = if alone.is_some() {
+            CheckedRange::slice(bytes)
+        } else {
+            CheckedRange::new(bytes, CHECKED_SLICES_MAX)
+        };
+        self.cache.insert(range.clone(), range_value.clone());
+        Ok(range_value)
     }
 }
 
@@ -224,7 +304,11 @@ fn is_alone(range: &RangeKey, entry: &IndexEntry) -> bool {
 }
 
 /// The entry's slice cut out of the blocks holding it (one copy when it spans two).
-fn cut(ranges: &[RangeKey], parts: &[Bytes], entry: &IndexEntry) -> Result<Bytes, StorageError> {
+fn cut(
+    ranges: &[RangeKey],
+    parts: &[Arc<CheckedRange>],
+    entry: &IndexEntry,
+) -> Result<Bytes, StorageError> {
     let start = entry.byte_offset;
     let end = start + u64::from(entry.byte_len);
     let short = || {
@@ -233,7 +317,8 @@ fn cut(ranges: &[RangeKey], parts: &[Bytes], entry: &IndexEntry) -> Result<Bytes
             entry.object_key
         ))
     };
-    let piece = |range: &RangeKey, part: &Bytes| -> Result<Bytes, StorageError> {
+    let piece = |range: &RangeKey, part: &CheckedRange| -> Result<Bytes, StorageError> {
+        let part = &part.bytes;
         let from = usize::try_from(start.max(range.1) - range.1).map_err(|_| short())?;
         let to = usize::try_from(end.min(range.1 + u64::from(range.2)) - range.1)
             .map_err(|_| short())?;
