@@ -215,20 +215,24 @@ async fn long_poll(
     stages: &mut crate::metrics::FetchStages,
 ) -> Vec<PartitionResult> {
     let deadline = Instant::now() + limits.wait;
+    // Once per Fetch, not per read and per watch: thousands of partitions per request.
+    let streams: Vec<Option<String>> = plan
+        .targets
+        .iter()
+        .map(|target| stream_of(broker, target))
+        .collect();
     loop {
         // Subscribe before reading so a commit between the read and the wait still wakes us.
         let mut watches = Vec::new();
         if !limits.wait.is_zero() {
-            for target in &plan.targets {
-                if let Some(stream) = stream_of(broker, target) {
-                    if let Ok(watch) = broker.storage.watch(&stream).await {
-                        watches.push(watch);
-                    }
+            for stream in streams.iter().flatten() {
+                if let Ok(watch) = broker.storage.watch(stream).await {
+                    watches.push(watch);
                 }
             }
         }
         let results = stages
-            .read(read_targets(broker, &plan.targets, limits))
+            .read(read_targets(broker, &plan.targets, &streams, limits))
             .await;
         let bytes: usize = results.iter().map(PartitionResult::bytes).sum();
         let has_error = results.iter().any(|r| r.error.is_some());
@@ -238,7 +242,7 @@ async fn long_poll(
         if watches.is_empty() {
             stages.wait(tokio::time::sleep_until(deadline)).await;
             return stages
-                .read(read_targets(broker, &plan.targets, limits))
+                .read(read_targets(broker, &plan.targets, &streams, limits))
                 .await;
         }
         let changed = select_all(watches.iter_mut().map(|w| Box::pin(w.changed())));
@@ -348,27 +352,30 @@ const READS_AT_ONCE_MAX: usize = 16;
 async fn read_targets(
     broker: &Broker,
     targets: &[FetchTarget],
+    streams: &[Option<String>],
     limits: Limits,
 ) -> Vec<PartitionResult> {
+    debug_assert_eq!(targets.len(), streams.len());
     let mut remaining = limits.max_bytes;
     let mut any_data = false;
     let mut results = Vec::with_capacity(targets.len());
-    let mut rest = targets;
-    while !rest.is_empty() {
-        let window = read_window(rest, remaining, any_data);
-        rest = &rest[window.len()..];
+    let mut start = 0;
+    while start < targets.len() {
+        let window = read_window(&targets[start..], remaining, any_data);
+        let window_streams = &streams[start..start + window.len()];
+        start += window.len();
         let first = !any_data;
-        let reads = join_all(
-            window
-                .iter()
-                .map(|target| read_target(broker, target, remaining, first)),
-        )
+        let reads = join_all(window.iter().zip(window_streams).map(|(target, stream)| {
+            read_target(broker, target, stream.as_deref(), remaining, first)
+        }))
         .await;
-        for (target, read) in window.iter().zip(reads) {
+        for ((target, stream), read) in window.iter().zip(window_streams).zip(reads) {
             let limit = partition_limit(target, remaining);
             let mut result = if limit == 0 && any_data {
                 // Nothing left for it: as read alone, its bounds and no records.
-                read_target(broker, target, 0, false).await.finish(0, false)
+                read_target(broker, target, stream.as_deref(), 0, false)
+                    .await
+                    .finish(0, false)
             } else {
                 read.finish(limit, !any_data)
             };
@@ -442,6 +449,7 @@ impl PartitionRead {
 async fn read_target(
     broker: &Broker,
     target: &FetchTarget,
+    stream: Option<&str>,
     budget: usize,
     first: bool,
 ) -> PartitionRead {
@@ -454,7 +462,7 @@ async fn read_target(
         last_stable_offset: None,
         aborted: Vec::new(),
     };
-    let Some(stream) = stream_of(broker, target) else {
+    let Some(stream) = stream else {
         result.error = Some(ResponseError::UnknownTopicOrPartition);
         return PartitionRead {
             result,
@@ -467,7 +475,7 @@ async fn read_target(
         Ok(_) if limit == 0 && !first => {}
         Ok(fetch_offset) => match broker
             .storage
-            .read(&stream, fetch_offset, limit.max(1))
+            .read(stream, fetch_offset, limit.max(1))
             .await
         {
             Ok(read) => {
@@ -486,7 +494,7 @@ async fn read_target(
             }
         },
     }
-    if let Ok(bounds) = broker.storage.bounds(&stream).await {
+    if let Ok(bounds) = broker.storage.bounds(stream).await {
         result.high_watermark = kafka_offset(bounds.high_watermark);
         result.log_start_offset = kafka_offset(bounds.log_start_offset);
     }
