@@ -55,7 +55,7 @@ pub struct CheckedRange {
 
 impl CheckedRange {
     /// A range that is exactly one good slice.
-    fn slice(bytes: Bytes) -> Arc<CheckedRange> {
+    fn of_slice(bytes: Bytes) -> Arc<CheckedRange> {
         CheckedRange::new(bytes, 0)
     }
 
@@ -140,7 +140,7 @@ impl WalReads {
     /// Caches `bytes` as the good bytes of the slice `key` (an entry of several appends joined
     /// from the write cache, once for all the readers tailing it).
     pub fn cache_slice(&self, key: RangeKey, bytes: Bytes) {
-        self.shared.cache.insert(key, CheckedRange::slice(bytes));
+        self.shared.cache.insert(key, CheckedRange::of_slice(bytes));
     }
 
     /// The bytes of a RAW entry's slice, checked against its CRC.
@@ -289,7 +289,7 @@ impl Shared {
             verify(&bytes, entry)?;
         }
         let range_value = if alone.is_some() {
-            CheckedRange::slice(bytes)
+            CheckedRange::of_slice(bytes)
         } else {
             CheckedRange::new(bytes, CHECKED_SLICES_MAX)
         };
