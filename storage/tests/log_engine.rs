@@ -457,6 +457,25 @@ async fn a_watcher_wakes_when_the_high_watermark_advances() {
 }
 
 #[tokio::test]
+async fn a_read_at_the_end_hands_back_a_watcher_that_wakes_on_the_next_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(config(), Arc::new(InMemory::new()), meta(dir.path()).await);
+    let (p, b) = payload(1, 1, 10);
+    storage.append("rw-0", p.clone(), b.clone()).await.unwrap();
+    let (read, mut watch) = storage.read_watched("rw-0", 2, 1 << 20).await.unwrap();
+    assert!(read.chunks.is_empty(), "nothing past the end yet");
+    assert_eq!(read.bounds.high_watermark, 2);
+    storage.append("rw-0", p, b).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(1), watch.changed())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(*watch.borrow(), 4);
+    let (read, _) = storage.read_watched("rw-0", 2, 1 << 20).await.unwrap();
+    assert_eq!(read.chunks.len(), 1);
+}
+
+#[tokio::test]
 async fn timestamps_find_the_first_batch_at_or_after_a_time_and_the_maximum() {
     let dir = tempfile::tempdir().unwrap();
     let storage = Storage::open(config(), Arc::new(InMemory::new()), meta(dir.path()).await);

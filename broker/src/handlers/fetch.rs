@@ -13,7 +13,8 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId};
 use kafka_protocol::ResponseError;
 use record_batch::set_base_offset;
-use storage::{ReadChunk, StorageError};
+use storage::{ReadChunk, ReadResult, StorageError};
+use tokio::sync::watch::Receiver;
 use tokio::time::Instant;
 
 use super::{kafka_offset, topic_name, RequestContext};
@@ -221,18 +222,12 @@ async fn long_poll(
         .iter()
         .map(|target| stream_of(broker, target))
         .collect();
+    // Each partition's watch is taken before its read, so a commit between the read and the
+    // wait still wakes us.
+    let watch = !limits.wait.is_zero();
     loop {
-        // Subscribe before reading so a commit between the read and the wait still wakes us.
-        let mut watches = Vec::new();
-        if !limits.wait.is_zero() {
-            for stream in streams.iter().flatten() {
-                if let Ok(watch) = broker.storage.watch(stream).await {
-                    watches.push(watch);
-                }
-            }
-        }
-        let results = stages
-            .read(read_targets(broker, &plan.targets, &streams, limits))
+        let (results, mut watches) = stages
+            .read(read_targets(broker, &plan.targets, &streams, limits, watch))
             .await;
         let bytes: usize = results.iter().map(PartitionResult::bytes).sum();
         let has_error = results.iter().any(|r| r.error.is_some());
@@ -241,9 +236,10 @@ async fn long_poll(
         }
         if watches.is_empty() {
             stages.wait(tokio::time::sleep_until(deadline)).await;
-            return stages
-                .read(read_targets(broker, &plan.targets, &streams, limits))
+            let (results, _) = stages
+                .read(read_targets(broker, &plan.targets, &streams, limits, false))
                 .await;
+            return results;
         }
         let changed = select_all(watches.iter_mut().map(|w| Box::pin(w.changed())));
         if stages
@@ -348,17 +344,20 @@ const READS_AT_ONCE_MAX: usize = 16;
 /// batch. Consecutive targets whose limits fit the budget together are read at the same time
 /// (cold partitions each wait for GETs), and their records are cut afterwards, in order, to
 /// exactly what reading one after another would have given: a read with a larger budget
-/// returns a longer prefix of the same log.
+/// returns a longer prefix of the same log. With `watch`, also a receiver per partition, taken
+/// before its read, that changes when its high watermark advances.
 async fn read_targets(
     broker: &Broker,
     targets: &[FetchTarget],
     streams: &[Option<String>],
     limits: Limits,
-) -> Vec<PartitionResult> {
+    watch: bool,
+) -> (Vec<PartitionResult>, Vec<Receiver<u64>>) {
     debug_assert_eq!(targets.len(), streams.len());
     let mut remaining = limits.max_bytes;
     let mut any_data = false;
     let mut results = Vec::with_capacity(targets.len());
+    let mut watches = Vec::with_capacity(if watch { targets.len() } else { 0 });
     let mut start = 0;
     while start < targets.len() {
         let window = read_window(&targets[start..], remaining, any_data);
@@ -366,14 +365,15 @@ async fn read_targets(
         start += window.len();
         let first = !any_data;
         let reads = join_all(window.iter().zip(window_streams).map(|(target, stream)| {
-            read_target(broker, target, stream.as_deref(), remaining, first)
+            read_target(broker, target, stream.as_deref(), remaining, first, watch)
         }))
         .await;
-        for ((target, stream), read) in window.iter().zip(window_streams).zip(reads) {
+        for ((target, stream), mut read) in window.iter().zip(window_streams).zip(reads) {
+            watches.extend(read.watch.take());
             let limit = partition_limit(target, remaining);
             let mut result = if limit == 0 && any_data {
                 // Nothing left for it: as read alone, its bounds and no records.
-                read_target(broker, target, stream.as_deref(), 0, false)
+                read_target(broker, target, stream.as_deref(), 0, false, false)
                     .await
                     .finish(0, false)
             } else {
@@ -388,7 +388,7 @@ async fn read_targets(
             results.push(result);
         }
     }
-    results
+    (results, watches)
 }
 
 /// The leading targets read together: while their limits add up to no more than `remaining`
@@ -435,6 +435,8 @@ async fn committed_only(broker: &Broker, result: &mut PartitionResult) {
 struct PartitionRead {
     result: PartitionResult,
     chunks: Vec<ReadChunk>,
+    /// Taken before the read when the Fetch may wait.
+    watch: Option<Receiver<u64>>,
 }
 
 impl PartitionRead {
@@ -452,6 +454,7 @@ async fn read_target(
     stream: Option<&str>,
     budget: usize,
     first: bool,
+    watch: bool,
 ) -> PartitionRead {
     let mut result = PartitionResult {
         target: target.clone(),
@@ -467,32 +470,37 @@ async fn read_target(
         return PartitionRead {
             result,
             chunks: Vec::new(),
+            watch: None,
         };
     };
     let limit = partition_limit(target, budget);
+    let mut receiver = None;
     match u64::try_from(target.fetch_offset) {
         Err(_) => result.error = Some(ResponseError::OffsetOutOfRange),
-        Ok(_) if limit == 0 && !first => {}
-        Ok(fetch_offset) => match broker
-            .storage
-            .read(stream, fetch_offset, limit.max(1))
-            .await
-        {
-            Ok(read) => {
-                result.high_watermark = kafka_offset(read.bounds.high_watermark);
-                result.log_start_offset = kafka_offset(read.bounds.log_start_offset);
-                return PartitionRead {
-                    result,
-                    chunks: read.chunks,
-                };
+        Ok(_) if limit == 0 && !first => {
+            if watch {
+                receiver = broker.storage.watch(stream).await.ok();
             }
-            Err(e) => {
-                if !matches!(e, StorageError::OffsetOutOfRange { .. }) {
-                    tracing::warn!(stream, error = %e, "fetch read failed");
+        }
+        Ok(fetch_offset) => {
+            match read_stream(broker, stream, fetch_offset, limit.max(1), watch).await {
+                Ok((read, watch)) => {
+                    result.high_watermark = kafka_offset(read.bounds.high_watermark);
+                    result.log_start_offset = kafka_offset(read.bounds.log_start_offset);
+                    return PartitionRead {
+                        result,
+                        chunks: read.chunks,
+                        watch,
+                    };
                 }
-                result.error = Some(read_error(&e));
+                Err(e) => {
+                    if !matches!(e, StorageError::OffsetOutOfRange { .. }) {
+                        tracing::warn!(stream, error = %e, "fetch read failed");
+                    }
+                    result.error = Some(read_error(&e));
+                }
             }
-        },
+        }
     }
     if let Ok(bounds) = broker.storage.bounds(stream).await {
         result.high_watermark = kafka_offset(bounds.high_watermark);
@@ -501,6 +509,26 @@ async fn read_target(
     PartitionRead {
         result,
         chunks: Vec::new(),
+        watch: receiver,
+    }
+}
+
+/// The partition's read, and with `watch` its high watermark's receiver taken before it.
+async fn read_stream(
+    broker: &Broker,
+    stream: &str,
+    offset: u64,
+    max_bytes: usize,
+    watch: bool,
+) -> Result<(ReadResult, Option<Receiver<u64>>), StorageError> {
+    if watch {
+        let (read, receiver) = broker
+            .storage
+            .read_watched(stream, offset, max_bytes)
+            .await?;
+        Ok((read, Some(receiver)))
+    } else {
+        Ok((broker.storage.read(stream, offset, max_bytes).await?, None))
     }
 }
 

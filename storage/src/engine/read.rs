@@ -61,7 +61,33 @@ impl Storage {
         max_bytes: usize,
     ) -> Result<ReadResult, StorageError> {
         let state = self.state(stream).await?;
-        let bounds = self.bounds_for_read(stream, &state, offset).await?;
+        self.read_state(stream, &state, offset, max_bytes).await
+    }
+
+    /// [`Storage::read`], and a receiver taken before it that changes whenever the stream's
+    /// high watermark advances: a long poll that read nothing waits on it without missing a
+    /// commit made during the read. One state lookup for both (a Fetch long-polling thousands
+    /// of partitions does this for each of them).
+    pub async fn read_watched(
+        &self,
+        stream: &str,
+        offset: u64,
+        max_bytes: usize,
+    ) -> Result<(ReadResult, tokio::sync::watch::Receiver<u64>), StorageError> {
+        let state = self.state(stream).await?;
+        let watch = state.high_watermark.subscribe();
+        let read = self.read_state(stream, &state, offset, max_bytes).await?;
+        Ok((read, watch))
+    }
+
+    async fn read_state(
+        &self,
+        stream: &str,
+        state: &StreamState,
+        offset: u64,
+        max_bytes: usize,
+    ) -> Result<ReadResult, StorageError> {
+        let bounds = self.bounds_for_read(stream, state, offset).await?;
         if offset < bounds.log_start_offset || offset > bounds.high_watermark {
             return Err(StorageError::OffsetOutOfRange {
                 offset,
@@ -77,7 +103,7 @@ impl Storage {
             chunks: Vec::new(),
         };
         while gather.wants_more() {
-            match self.read_page(stream, &state, &mut gather).await? {
+            match self.read_page(stream, state, &mut gather).await? {
                 Page::Read => {}
                 Page::StaleCache => state.forget_tail(),
                 Page::End => break,
