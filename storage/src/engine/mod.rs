@@ -11,6 +11,7 @@
 mod bounds;
 mod compacted;
 mod read;
+mod read_ahead;
 mod row_groups;
 mod size;
 mod state;

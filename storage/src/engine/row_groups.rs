@@ -8,21 +8,16 @@
 //! `compacted_read_ahead_bytes` being fetched and decoded at once over all streams (past it no
 //! read-ahead starts), and what it decodes lands in the byte-bounded rebuilt cache.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use tokio::sync::Semaphore;
 
+use super::read_ahead::{ReadAhead, Start};
 use crate::cache::{FillLocks, RebuiltCache};
 use crate::compacted::{Footer, RebuildOptions, RebuiltGroup};
 use crate::config::StorageConfig;
 use crate::error::StorageError;
-
-/// Read-ahead budget units: one permit per KiB.
-const PERMIT_BYTES: usize = 1 << 10;
 
 /// Where a compacted file lies: its object, and where the file starts in it.
 #[derive(Clone, Debug)]
@@ -39,26 +34,20 @@ struct Shared {
     objects: Arc<dyn ObjectStore>,
     cache: RebuiltCache,
     fills: FillLocks<(String, usize)>,
-    ahead: Arc<Semaphore>,
+    ahead: Arc<ReadAhead<(String, usize)>>,
     ahead_groups: usize,
     inline: bool,
     options: RebuildOptions,
-    /// Row groups being read ahead (each holds budget, so the set is bounded by it).
-    in_flight: Mutex<HashSet<(String, usize)>>,
-    /// Row groups decoded by read-ahead (tests and metrics).
-    read_ahead_groups: AtomicU64,
 }
 
 impl RowGroups {
     pub fn new(config: &StorageConfig, objects: Arc<dyn ObjectStore>) -> RowGroups {
-        let permits =
-            (config.compacted_read_ahead_bytes / PERMIT_BYTES).min(Semaphore::MAX_PERMITS);
         RowGroups {
             shared: Arc::new(Shared {
                 objects,
                 cache: RebuiltCache::new("rebuilt", config.compacted_cache_bytes),
                 fills: FillLocks::default(),
-                ahead: Arc::new(Semaphore::new(permits)),
+                ahead: ReadAhead::new(config.compacted_read_ahead_bytes),
                 // The deterministic simulation runs one thread with no spawned work.
                 ahead_groups: if config.cpu_work_inline {
                     0
@@ -70,8 +59,6 @@ impl RowGroups {
                     restorer: config.value_restorer.clone(),
                     ..RebuildOptions::default()
                 },
-                in_flight: Mutex::default(),
-                read_ahead_groups: AtomicU64::new(0),
             }),
         }
     }
@@ -95,44 +82,26 @@ impl RowGroups {
             if shared.cache.contains(&key) {
                 continue;
             }
-            let permits = u32::try_from(weight_bytes(footer, g).div_ceil(PERMIT_BYTES));
-            let Ok(permit) = shared
-                .ahead
-                .clone()
-                .try_acquire_many_owned(permits.unwrap_or(u32::MAX))
-            else {
-                tracing::debug!(object_key = %file.object_key, group = g, "read-ahead budget spent");
-                return;
+            let load = {
+                let (shared, file, footer) = (shared.clone(), file.clone(), footer.clone());
+                async move { shared.load(&file, &footer, g).await.map(|_| ()) }
             };
-            if !shared.lock_in_flight().insert(key.clone()) {
-                continue; // already on its way
+            if shared.ahead.start(key, weight_bytes(footer, g), load) == Start::BudgetSpent {
+                return;
             }
-            let (shared, file, footer) = (shared.clone(), file.clone(), footer.clone());
-            tokio::spawn(async move {
-                match shared.load(&file, &footer, g).await {
-                    Ok(_) => {
-                        shared.read_ahead_groups.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(e) => {
-                        tracing::debug!(object_key = %file.object_key, group = g, error = %e, "read-ahead failed");
-                    }
-                }
-                shared.lock_in_flight().remove(&key);
-                drop(permit);
-            });
         }
     }
 
     /// Row groups decoded by read-ahead so far.
     #[cfg(test)]
     pub fn read_ahead_groups(&self) -> u64 {
-        self.shared.read_ahead_groups.load(Ordering::Relaxed)
+        self.shared.ahead.loaded()
     }
 
     /// Read-ahead budget not in use, in bytes.
     #[cfg(test)]
     pub fn read_ahead_free_bytes(&self) -> usize {
-        self.shared.ahead.available_permits() * PERMIT_BYTES
+        self.shared.ahead.free_bytes()
     }
 }
 
@@ -145,12 +114,6 @@ fn weight_bytes(footer: &Footer, group: usize) -> usize {
 }
 
 impl Shared {
-    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<(String, usize)>> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     async fn load(
         &self,
         file: &FileAt,
@@ -197,6 +160,7 @@ mod tests {
 
     use super::*;
     use crate::compacted::{write_file, BatchHeader, ParsedTail, RecordRow, WriterOptions};
+    use crate::engine::read_ahead::PERMIT_BYTES;
     use crate::objects::CountingObjectStore;
 
     const GROUPS: usize = 6;

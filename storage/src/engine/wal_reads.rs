@@ -14,23 +14,18 @@
 //! consumer that stops costs at most that much), while `wal_read_ahead_bytes` of GETs over all
 //! streams are not already in flight (past it no read-ahead starts).
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::{Bytes, BytesMut};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
-use tokio::sync::Semaphore;
 
+use super::read_ahead::{ReadAhead, Start};
 use crate::cache::{BoundedCache, FillLocks, Weigh};
 use crate::config::StorageConfig;
 use crate::error::StorageError;
 use crate::index::IndexEntry;
 use crate::wal::format;
-
-/// Read-ahead budget units: one permit per KiB.
-const PERMIT_BYTES: u64 = 1 << 10;
 
 /// A range of an object: (object key, first byte, bytes asked for). Its cached value holds
 /// those bytes, fewer only where the object ends first (a block at the end of its object).
@@ -100,34 +95,25 @@ struct Shared {
     cache: ReadCache,
     fills: FillLocks<RangeKey>,
     block_bytes: u64,
-    ahead: Arc<Semaphore>,
+    ahead: Arc<ReadAhead<RangeKey>>,
     window_bytes: u64,
-    /// Ranges being read ahead (each holds budget, so the set is bounded by it).
-    in_flight: Mutex<HashSet<RangeKey>>,
-    /// Ranges fetched by read-ahead (tests and benchmarks).
-    read_ahead_ranges: AtomicU64,
 }
 
 impl WalReads {
     pub fn new(config: &StorageConfig, objects: Arc<dyn ObjectStore>) -> WalReads {
-        let permits = usize::try_from(config.wal_read_ahead_bytes as u64 / PERMIT_BYTES)
-            .unwrap_or(usize::MAX)
-            .min(Semaphore::MAX_PERMITS);
         WalReads {
             shared: Arc::new(Shared {
                 objects,
                 cache: ReadCache::new("read", config.read_cache_bytes),
                 fills: FillLocks::default(),
                 block_bytes: (config.wal_read_block_bytes as u64).max(1),
-                ahead: Arc::new(Semaphore::new(permits)),
+                ahead: ReadAhead::new(config.wal_read_ahead_bytes),
                 // The deterministic simulation runs one thread with no spawned work.
                 window_bytes: if config.cpu_work_inline {
                     0
                 } else {
                     config.wal_read_ahead_window_bytes as u64
                 },
-                in_flight: Mutex::default(),
-                read_ahead_ranges: AtomicU64::new(0),
             }),
         }
     }
@@ -193,32 +179,15 @@ impl WalReads {
                 if shared.cache.contains(&range) {
                     continue;
                 }
-                let permits = u32::try_from(u64::from(range.2).div_ceil(PERMIT_BYTES));
-                let Ok(permit) = shared
-                    .ahead
-                    .clone()
-                    .try_acquire_many_owned(permits.unwrap_or(u32::MAX))
-                else {
-                    tracing::debug!(object_key = %range.0, "wal read-ahead budget spent");
-                    return;
+                let load = {
+                    let alone = is_alone(&range, entry).then(|| entry.clone());
+                    let (shared, range) = (shared.clone(), range.clone());
+                    async move { shared.load(&range, alone.as_deref()).await.map(|_| ()) }
                 };
-                if !shared.lock_in_flight().insert(range.clone()) {
-                    continue; // already on its way
+                let bytes = range.2 as usize;
+                if shared.ahead.start(range, bytes, load) == Start::BudgetSpent {
+                    return;
                 }
-                let alone = is_alone(&range, entry).then(|| entry.clone());
-                let shared = shared.clone();
-                tokio::spawn(async move {
-                    match shared.load(&range, alone.as_deref()).await {
-                        Ok(_) => {
-                            shared.read_ahead_ranges.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => {
-                            tracing::debug!(object_key = %range.0, offset = range.1, error = %e, "wal read-ahead failed");
-                        }
-                    }
-                    shared.lock_in_flight().remove(&range);
-                    drop(permit);
-                });
             }
         }
     }
@@ -226,23 +195,17 @@ impl WalReads {
     /// Ranges fetched by read-ahead so far.
     #[cfg(test)]
     pub fn read_ahead_ranges(&self) -> u64 {
-        self.shared.read_ahead_ranges.load(Ordering::Relaxed)
+        self.shared.ahead.loaded()
     }
 
     /// Read-ahead budget not in use, in bytes.
     #[cfg(test)]
-    pub fn read_ahead_free_bytes(&self) -> u64 {
-        self.shared.ahead.available_permits() as u64 * PERMIT_BYTES
+    pub fn read_ahead_free_bytes(&self) -> usize {
+        self.shared.ahead.free_bytes()
     }
 }
 
 impl Shared {
-    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<RangeKey>> {
-        self.in_flight
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The ranges a slice is read from: itself when it is a block or more, else the one or
     /// two aligned blocks holding it.
     fn ranges_of(&self, entry: &IndexEntry) -> Vec<RangeKey> {
@@ -349,7 +312,7 @@ fn verify(bytes: &[u8], entry: &IndexEntry) -> Result<(), StorageError> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
     use async_trait::async_trait;
@@ -537,7 +500,7 @@ mod tests {
             }
         });
         futures::future::join_all(readers).await;
-        settle(|| wal.read_ahead_free_bytes() == cap as u64).await;
+        settle(|| wal.read_ahead_free_bytes() == cap).await;
         let peak = in_flight.interceptor().peak.load(Ordering::SeqCst);
         // Each reader waits on at most one GET of its own; read-ahead adds at most the cap.
         assert!(peak <= cap + 100 * BLOCK, "{peak} bytes in flight at once");
