@@ -87,12 +87,14 @@ impl<K: Hash + Eq + Clone, V: Clone + Weigh> BoundedCache<K, V> {
         inner.map.insert(key, value);
     }
 
-    /// Drops `key`'s value (its place in the eviction order goes when it comes up).
+    /// Drops `key`'s value and its place in the eviction order (linear: removals are rare,
+    /// a value found bad; leaving the place would let the order grow with every retry).
     pub fn remove(&self, key: &K) {
         let mut inner = self.lock();
         if let Some(removed) = inner.map.remove(key) {
             let weight = removed.weight_bytes();
             inner.bytes -= weight;
+            inner.order.retain(|k| k != key);
             self.metrics.resized(0, weight);
         }
     }
@@ -123,6 +125,19 @@ mod tests {
         assert!(cache.bytes() <= 10);
         cache.insert("big", Bytes::from(vec![0u8; 11]));
         assert!(cache.get(&"big").is_none());
+    }
+
+    #[test]
+    fn a_removed_value_leaves_no_place_in_the_eviction_order() {
+        let cache = BoundedCache::new("test", 10);
+        for _ in 0..100 {
+            cache.insert("bad", Bytes::from_static(b"bbbb"));
+            cache.remove(&"bad");
+        }
+        assert_eq!(cache.bytes(), 0);
+        assert!(cache.lock().order.is_empty());
+        cache.insert("a", Bytes::from_static(b"aaaa"));
+        assert!(cache.get(&"a").is_some());
     }
 
     #[test]
